@@ -1,0 +1,5 @@
+#include <stdlib.h>
+
+#include "gemma.h"
+
+void gm_free(void *p) { free(p); }
