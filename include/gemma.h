@@ -84,6 +84,58 @@ gm_status gm_tokenizer_encode(const gm_tokenizer *tok, const char *text, size_t 
 /* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. */
 gm_status gm_tokenizer_decode(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text);
 
+
+/* ---------------------------------------------------------------- model: load, sharded over devices */
+
+typedef enum gm_sharding {
+    GM_SHARDING_AUTO = 0,     /* fsdp when there is more than one device, else replicated */
+    GM_SHARDING_FSDP,         /* kauldron's FSDPSharding rule (the seed tutorial's) */
+    GM_SHARDING_TP,           /* Megatron tensor parallelism: heads, FFN hidden and vocabulary split */
+    GM_SHARDING_REPLICATED
+} gm_sharding;
+
+typedef struct gm_load_options {
+    int devices;              /* in-process devices of this process (threads that own shards); default 1 */
+    int threads_per_device;   /* worker threads inside each device; default 1 */
+    gm_sharding sharding;
+    int cache_length;         /* KV cache positions per session; default 4096 */
+    bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
+} gm_load_options;
+
+typedef struct gm_model gm_model;
+
+void gm_load_options_default(gm_load_options *opt);
+/* Each device reads only its own slices of each tensor from the file. Under MPI every rank calls this;
+ * ranks check that they opened the same file with the same options and refuse otherwise. */
+gm_status gm_model_load(const char *path, const gm_load_options *opt, gm_model **out);
+void gm_model_free(gm_model *m);
+const gm_config *gm_model_config(const gm_model *m);
+const gm_tokenizer *gm_model_tokenizer(const gm_model *m);
+int gm_model_devices(const gm_model *m);      /* devices in the whole mesh */
+int gm_model_rank(const gm_model *m);         /* MPI rank (0 when not under MPI) */
+int gm_model_ranks(const gm_model *m);
+/* Bytes of weights this process holds (all its devices) and the plan, for `gemma info`/`bench`. */
+uint64_t gm_model_weight_bytes(const gm_model *m);
+typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
+gm_comm_counters gm_model_comm_counters(const gm_model *m);
+void gm_model_reset_comm_counters(gm_model *m);
+
+/* ---------------------------------------------------------------- sessions: KV cache + forward */
+
+typedef struct gm_session gm_session;
+
+gm_status gm_session_new(gm_model *m, gm_session **out);
+void gm_session_free(gm_session *s);
+void gm_session_reset(gm_session *s);
+int gm_session_position(const gm_session *s);   /* tokens in the cache */
+int gm_session_capacity(const gm_session *s);   /* cache_length */
+/* Append n tokens at the current position. logits_last [V] (may be NULL) receives the last position's
+ * logits; logits_all [n][V] (may be NULL) every position's. GM_ERR_RANGE (nothing appended) when the
+ * tokens do not fit the cache. Under MPI only rank 0 calls this; other ranks run gm_model_serve. */
+gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all);
+/* Ranks other than 0 call this after loading: it follows rank 0's calls until rank 0 frees the model. */
+gm_status gm_model_serve(gm_model *m);
+
 #ifdef __cplusplus
 }
 #endif
