@@ -135,6 +135,8 @@ int gm_session_capacity(const gm_session *s);   /* cache_length */
 gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all);
 /* Ranks other than 0 call this after loading: it follows rank 0's calls until rank 0 frees the model. */
 gm_status gm_model_serve(gm_model *m);
+/* Call once before the process exits if it ran under MPI (finalizes MPI; harmless otherwise). */
+void gm_shutdown(void);
 
 #ifdef __cplusplus
 }

@@ -155,3 +155,5 @@ gm_comm_counters gm_model_comm_counters(const gm_model *m) {
 }
 
 void gm_model_reset_comm_counters(gm_model *m) { gm_comm_reset_stats(m->comm); }
+
+void gm_shutdown(void) { gm_mpi_finalize(); }
