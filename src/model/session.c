@@ -68,6 +68,7 @@ void gm_session_free(gm_session *s) {
 void gm_session_reset(gm_session *s) { s->pos = 0; }
 int gm_session_position(const gm_session *s) { return s->pos; }
 int gm_session_capacity(const gm_session *s) { return s->model->opt.cache_length; }
+gm_model *gm_session_model(const gm_session *s) { return s->model; }
 
 typedef struct fwd_job {
     gm_model *m;
