@@ -210,6 +210,28 @@ static void test_categorical_edges(void) {
     CHECK(fabsf(gm_xla_logf(2.0f) - 0.693147182f) < 1e-7f, "log(2) = %.9g", gm_xla_logf(2.0f));
 }
 
+/* The FMA build (threefry_avx2.c, chosen at run time) against the portable build on random data. */
+static void test_fma_build_matches_portable(void) {
+    size_t n = 100003;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *l = malloc(n * sizeof *l);
+    for (int layout = 0; layout < 2; layout++) {
+        gm_prng_key key = gm_prng_key_from_seed(1234 + layout);
+        gm_prng_gumbel(key, (gm_prng_layout)layout, n, a);
+        gm_prng_gumbel_portable(key, (gm_prng_layout)layout, n, b);
+        CHECK(memcmp(a, b, n * sizeof *a) == 0, "dispatched gumbel differs from the portable build (layout %d)", layout);
+        for (int r = 0; r < 5; r++) {
+            gm_prng_key k2 = gm_prng_key_from_seed(r);
+            for (size_t i = 0; i < n; i++) l[i] = a[(i * 7919 + (size_t)r) % n] * (float)(r + 1);
+            size_t x = gm_prng_categorical(k2, (gm_prng_layout)layout, l, n);
+            size_t y = gm_prng_categorical_portable(k2, (gm_prng_layout)layout, l, n);
+            CHECK(x == y, "categorical: dispatched %zu, portable %zu", x, y);
+        }
+    }
+    free(a);
+    free(b);
+    free(l);
+}
+
 int main(void) {
     cJSON *root = load_json("prng_jax.json");
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(root, "default_threefry_partitionable")),
@@ -237,6 +259,7 @@ int main(void) {
     test_layout(root, "partitionable", GM_PRNG_PARTITIONABLE, l10, l1000, big, big_n);
     test_layout(root, "original", GM_PRNG_ORIGINAL, l10, l1000, big, big_n);
     test_categorical_edges();
+    test_fma_build_matches_portable();
 
     free(l10);
     free(l1000);
