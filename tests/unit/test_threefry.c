@@ -1,6 +1,5 @@
 /* threefry2x32 and the jax.random functions built on it against JAX's own outputs
  * (tests/fixtures/prng_jax.json, made by tests/reference/gen_prng_fixtures.py). Bit for bit. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,31 +7,9 @@
 #include <string.h>
 
 #include "base/threefry.h"
+#include "json_fixture.h"
+#include "ref_logits.h"
 #include "test_util.h"
-
-static cJSON *load_json(const char *name) {
-    char path[1024];
-    gm_test_fixture(name, path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open fixture %s\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
-    buf[n] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    if (!j) {
-        fprintf(stderr, "fixture %s is not JSON\n", path);
-        exit(1);
-    }
-    return j;
-}
 
 static uint32_t u32_at(const cJSON *arr, int i) { return (uint32_t)cJSON_GetArrayItem(arr, i)->valuedouble; }
 
@@ -46,33 +23,6 @@ static uint32_t bits_of(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
-}
-
-/* float32 array from a JSON list of bit patterns; caller frees. */
-static float *floats_from(const cJSON *arr, size_t *n) {
-    *n = (size_t)cJSON_GetArraySize(arr);
-    float *v = malloc(*n * sizeof *v);
-    for (size_t i = 0; i < *n; i++) v[i] = f32_from_bits(u32_at(arr, (int)i));
-    return v;
-}
-
-/* Mirror of big_logit() in gen_prng_fixtures.py. */
-static float big_logit(int i) {
-    double v = 2.0 * sin(i * 0.0123) + sin(i * 0.7071);
-    if (i % 9973 == 17) v += 10.0 + (i % 7);
-    return (float)v;
-}
-
-static uint32_t fnv1a32(const float *v, size_t n) {
-    uint32_t h = 0x811C9DC5u;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t w = bits_of(v[i]);
-        for (int s = 0; s < 32; s += 8) {
-            h ^= (w >> s) & 0xFFu;
-            h *= 0x01000193u;
-        }
-    }
-    return h;
 }
 
 static void test_block_function(const cJSON *root) {
@@ -233,23 +183,23 @@ static void test_fma_build_matches_portable(void) {
 }
 
 int main(void) {
-    cJSON *root = load_json("prng_jax.json");
+    cJSON *root = gm_test_load_json("prng_jax.json");
     CHECK(cJSON_IsTrue(cJSON_GetObjectItem(root, "default_threefry_partitionable")),
           "fixture made with a JAX whose default layout is not partitionable");
     test_block_function(root);
     test_seeds(root);
 
     size_t n10, n1000;
-    float *l10 = floats_from(cJSON_GetObjectItem(root, "logits10_bits"), &n10);
-    float *l1000 = floats_from(cJSON_GetObjectItem(root, "logits1000_bits"), &n1000);
+    float *l10 = gm_test_json_floats(cJSON_GetObjectItem(root, "logits10_bits"), &n10);
+    float *l1000 = gm_test_json_floats(cJSON_GetObjectItem(root, "logits1000_bits"), &n1000);
     CHECK(n10 == 10 && n1000 == 1000, "logit fixture sizes %zu %zu", n10, n1000);
     size_t big_n = 262144;
     float *big = malloc(big_n * sizeof *big);
-    for (size_t i = 0; i < big_n; i++) big[i] = big_logit((int)i);
+    for (size_t i = 0; i < big_n; i++) big[i] = gm_ref_big_logit((int)i);
     /* The formula's float32 values must be exactly those JAX saw. */
     uint32_t want_hash = (uint32_t)cJSON_GetObjectItem(root, "logits262144_fnv1a")->valuedouble;
-    CHECK(fnv1a32(big, big_n) == want_hash, "262144-logit formula differs from the generator's (fnv %08x vs %08x)",
-          fnv1a32(big, big_n), want_hash);
+    CHECK(gm_ref_fnv1a32(big, big_n) == want_hash, "262144-logit formula differs from the generator's (fnv %08x vs %08x)",
+          gm_ref_fnv1a32(big, big_n), want_hash);
     const cJSON *s;
     cJSON_ArrayForEach(s, cJSON_GetObjectItem(root, "logits262144_samples")) {
         int i = atoi(s->string);
