@@ -15,18 +15,24 @@ typedef struct sym {
     uint32_t synthetic;  /* piece text differs from the covered bytes (byte-fallback pieces) */
 } sym;
 
+/* A candidate merge in 16 bytes, compared as (hi, lo):
+ *   hi = primary rank (merges-list index, or derived (score, left chars, right chars) key);
+ *   lo = merged id (24 bits) << 40 | left symbol index (30 bits) << 10 | pair bytes (10 bits).
+ * So ties on hi go to the smaller merged id (derived ranks), then to the leftmost pair. The pair bytes
+ * identify stale entries: a pair that changed since the push always covers more bytes. */
 typedef struct cand {
-    uint64_t k1;         /* primary rank (smaller merges first) */
-    uint32_t k2;         /* secondary rank */
-    uint32_t pos;        /* left symbol index (ties: leftmost first) */
-    uint32_t span;       /* bytes of the pair when pushed: a changed pair always covers more */
-    int32_t merged;      /* resulting id */
+    uint64_t hi, lo;
 } cand;
+
+#define CAND_POS(c) ((uint32_t)(((c).lo >> 10) & 0x3FFFFFFFu))
+#define CAND_SPAN(c) ((uint32_t)((c).lo & 0x3FFu))
+#define CAND_MERGED(c) ((int32_t)((c).lo >> 40))
 
 struct gm_bpe_work {
     sym *s;
     size_t s_cap;
-    cand *h;
+    void *h_mem;  /* allocation behind h (64-byte aligned sibling groups) */
+    cand *h;      /* 4-ary min-heap: children of i are 4i+1 .. 4i+4 */
     size_t h_n, h_cap;
 };
 
@@ -35,40 +41,50 @@ gm_bpe_work *gm_bpe_work_new(void) { return calloc(1, sizeof(gm_bpe_work)); }
 void gm_bpe_work_free(gm_bpe_work *w) {
     if (!w) return;
     free(w->s);
-    free(w->h);
+    free(w->h_mem);
     free(w);
 }
 
 static inline bool cand_less(const cand *a, const cand *b) {
-    if (a->k1 != b->k1) return a->k1 < b->k1;
-    if (a->k2 != b->k2) return a->k2 < b->k2;
-    return a->pos < b->pos;
+    return a->hi < b->hi || (a->hi == b->hi && a->lo < b->lo);
 }
 
 static void sift_down(cand *h, size_t n, size_t i) {
     cand x = h[i];
     for (;;) {
-        size_t c = 2 * i + 1;
+        size_t c = 4 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && cand_less(&h[c + 1], &h[c])) c++;
-        if (!cand_less(&h[c], &x)) break;
-        h[i] = h[c];
-        i = c;
+        size_t best = c, end = c + 4 < n ? c + 4 : n;
+        for (size_t k = c + 1; k < end; k++)
+            if (cand_less(&h[k], &h[best])) best = k;
+        if (!cand_less(&h[best], &x)) break;
+        h[i] = h[best];
+        i = best;
     }
     h[i] = x;
 }
 
+/* Room for cap entries, with h[4i+1 .. 4i+4] on one 64-byte line. Keeps the first `keep` entries. */
+static gm_status heap_reserve(gm_bpe_work *w, size_t cap, size_t keep) {
+    if (cap <= w->h_cap) return GM_OK;
+    if (cap > SIZE_MAX / sizeof(cand) - 8) return gm_fail(GM_ERR_NOMEM, "tokenizer: %zu merge candidates", cap);
+    void *mem = malloc((cap + 8) * sizeof(cand));
+    if (!mem) return gm_fail(GM_ERR_NOMEM, "tokenizer: out of memory for %zu merge candidates", cap);
+    uintptr_t a = ((uintptr_t)mem + 63) & ~(uintptr_t)63;
+    cand *h = (cand *)a + 3;
+    if (keep) memcpy(h, w->h, keep * sizeof(cand));
+    free(w->h_mem);
+    w->h_mem = mem;
+    w->h = h;
+    w->h_cap = cap;
+    return GM_OK;
+}
+
 static gm_status heap_push(gm_bpe_work *w, const cand *c) {
-    if (w->h_n == w->h_cap) {
-        size_t cap = w->h_cap ? w->h_cap * 2 : 256;
-        cand *nh = realloc(w->h, cap * sizeof *nh);
-        if (!nh) return gm_fail(GM_ERR_NOMEM, "tokenizer: out of memory for %zu merge candidates", cap);
-        w->h = nh;
-        w->h_cap = cap;
-    }
+    if (w->h_n == w->h_cap) GM_TRY(heap_reserve(w, w->h_cap ? w->h_cap * 2 : 256, w->h_n));
     size_t i = w->h_n++;
     while (i > 0) {
-        size_t p = (i - 1) / 2;
+        size_t p = (i - 1) / 4;
         if (!cand_less(c, &w->h[p])) break;
         w->h[i] = w->h[p];
         i = p;
@@ -94,8 +110,7 @@ static bool eval_pair(const gm_tokenizer *t, const uint8_t *text, const sym *s, 
     if (t->has_merges) {
         uint32_t rank;
         if (!gm_pair_map_get(&t->pairs, a->id, b->id, &rank, &m)) return false;
-        c->k1 = rank;
-        c->k2 = 0;
+        c->hi = rank;
     } else {
         /* derived ranks: the pair merges iff left text + right text is a NORMAL/USER_DEFINED piece */
         uint32_t la = t->len[a->id], lb = t->len[b->id];
@@ -112,13 +127,12 @@ static bool eval_pair(const gm_tokenizer *t, const uint8_t *text, const sym *s, 
             if (tmp != buf) free(tmp);
         }
         if (m < 0 || !(t->flags[m] & GM_PF_MERGE_TARGET)) return false;
-        c->k1 = ((uint64_t)score_key(t->score[m]) << 32) | ((uint64_t)(0xFFFFu - t->nchars[a->id]) << 16) |
+        c->hi = ((uint64_t)score_key(t->score[m]) << 32) | ((uint64_t)(0xFFFFu - t->nchars[a->id]) << 16) |
                 (uint64_t)(0xFFFFu - t->nchars[b->id]);
-        c->k2 = (uint32_t)m;
     }
-    c->pos = (uint32_t)i;
-    c->span = a->nbytes + b->nbytes;
-    c->merged = m;
+    /* merged ids < 2^24, indices < 2^30 (text <= 1 GiB), and pair bytes <= 1023: checked at load and
+     * by the text limit; a pair of two synthetic symbols is only 2 bytes */
+    c->lo = ((uint64_t)(uint32_t)m << 40) | ((uint64_t)(uint32_t)i << 10) | (uint64_t)(a->nbytes + b->nbytes);
     return true;
 }
 
@@ -167,27 +181,22 @@ gm_status gm_bpe_segment(const gm_tokenizer *t, gm_bpe_work *w, const uint8_t *t
     s[n - 1].next = -1;
     /* 2. initial candidates, heapified in O(n) */
     w->h_n = 0;
-    if (w->h_cap < (size_t)n) {
-        free(w->h);
-        w->h = malloc((size_t)n * sizeof *w->h);
-        w->h_cap = w->h ? (size_t)n : 0;
-        if (!w->h) return gm_fail(GM_ERR_NOMEM, "tokenizer: out of memory for %d merge candidates", n);
-    }
+    GM_TRY(heap_reserve(w, (size_t)n, 0));
     for (int32_t i = 0; i + 1 < n; i++) {
         cand c;
         if (eval_pair(t, text, s, i, i + 1, &c)) w->h[w->h_n++] = c;
     }
-    for (size_t i = w->h_n / 2; i-- > 0;) sift_down(w->h, w->h_n, i);
+    for (size_t i = w->h_n / 4 + 1; i-- > 0;) sift_down(w->h, w->h_n, i);
     /* 3. merge the best pair until none is left */
     while (w->h_n > 0) {
         cand c = w->h[0];
         w->h[0] = w->h[--w->h_n];
         if (w->h_n) sift_down(w->h, w->h_n, 0);
-        int32_t i = (int32_t)c.pos;
+        int32_t i = (int32_t)CAND_POS(c);
         if (s[i].nbytes == 0) continue;
         int32_t j = s[i].next;
-        if (j < 0 || s[i].nbytes + s[j].nbytes != c.span) continue; /* stale */
-        s[i].id = c.merged;
+        if (j < 0 || s[i].nbytes + s[j].nbytes != CAND_SPAN(c)) continue; /* stale */
+        s[i].id = CAND_MERGED(c);
         s[i].nbytes += s[j].nbytes;
         s[i].synthetic |= s[j].synthetic;
         s[j].nbytes = 0;

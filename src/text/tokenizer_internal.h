@@ -44,6 +44,7 @@ enum {
 
 #define GM_TOK_MAX_VOCAB (1 << 24)      /* absurd-size guard for every loader */
 #define GM_TOK_MAX_PIECE_BYTES 65535    /* longest piece accepted */
+#define GM_TOK_MAX_MERGED_BYTES 1023    /* longest piece a merge may produce (BPE candidate packing) */
 #define GM_TOK_MAX_TEXT ((size_t)1 << 30) /* longest input accepted by encode */
 
 /* Trie over the added pieces' bytes (leftmost-longest matching on raw text). */

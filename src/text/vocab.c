@@ -99,6 +99,9 @@ gm_status gm_tok_finish(gm_tokenizer *t, const char *what) {
             if (t->len[id] > t->max_piece_len) t->max_piece_len = t->len[id];
         }
     }
+    if (t->max_piece_len > GM_TOK_MAX_MERGED_BYTES)
+        return gm_fail(GM_ERR_UNSUPPORTED, "%s: a mergeable piece is %u bytes long (limit %d)", what, t->max_piece_len,
+                       GM_TOK_MAX_MERGED_BYTES);
     /* piece map: model pieces first, so BPE lookups find the model's id for a text */
     GM_TRY(gm_piece_map_init(&t->map, t->blob, t->off, t->len, t->n));
     for (int pass = 0; pass < 2; pass++)

@@ -180,6 +180,12 @@ static gm_status load(gm_tokenizer *t, const cJSON *root, const char *path) {
                          rank, (int)ll, l, (int)rl, r);
             break;
         }
+        if (ll + rl > GM_TOK_MAX_MERGED_BYTES) {
+            st = gm_fail(GM_ERR_UNSUPPORTED, "%s: model.merges[%u] makes a %zu-byte piece (limit %d)", path, rank,
+                         ll + rl, GM_TOK_MAX_MERGED_BYTES);
+            break;
+        }
+        if (ll + rl > t->max_piece_len) t->max_piece_len = (uint32_t)(ll + rl);
         st = gm_pair_map_put(&t->pairs, a, b, rank, m);
         if (st != GM_OK) break;
         rank++;
