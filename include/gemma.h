@@ -81,8 +81,21 @@ int32_t gm_tokenizer_find(const gm_tokenizer *tok, const char *piece);
 /* UTF-8 text (any bytes: invalid UTF-8 goes through byte fallback) -> ids; *ids is freed with gm_free. */
 gm_status gm_tokenizer_encode(const gm_tokenizer *tok, const char *text, size_t len, bool add_bos,
                               int32_t **ids, size_t *n_ids);
-/* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. */
+/* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. As Hugging Face
+ * `tokenizers` decodes: U+2581 -> ' '; a run of byte pieces (<0xE4><0xB8><0xAD>) becomes its bytes if the
+ * run is valid UTF-8, else one U+FFFD per byte. An id outside the vocabulary is GM_ERR_RANGE. */
 gm_status gm_tokenizer_decode(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text);
+/* The same, also giving the length (the text may hold NUL bytes from <0x00>). */
+gm_status gm_tokenizer_decode_len(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
+                                  size_t *text_len);
+/* Raw bytes one id stands for, for streaming output: U+2581 -> ' ', a byte piece -> its single byte
+ * (concatenate and validate UTF-8 yourself), control tokens -> "" (len 0). NULL if id is out of range. */
+const char *gm_tokenizer_token_bytes(const gm_tokenizer *tok, int32_t id, size_t *len);
+/* True for control tokens (<bos>, <eos>, <pad>, <start_of_turn>, <end_of_turn>, <unusedN> in a GGUF). */
+bool gm_tokenizer_is_control(const gm_tokenizer *tok, int32_t id);
+/* <bos> / <eos> ids (from the GGUF metadata, else the pieces "<bos>" / "<eos>"); -1 if none. */
+int32_t gm_tokenizer_bos_id(const gm_tokenizer *tok);
+int32_t gm_tokenizer_eos_id(const gm_tokenizer *tok);
 
 
 /* ---------------------------------------------------------------- model: load, sharded over devices */
