@@ -1,0 +1,102 @@
+#define _POSIX_C_SOURCE 200809L
+/* Flags every model command shares, and loading a model onto the mesh from the CLI. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* internal: plan names (no public parser needed beyond the CLI) */
+#include "shard/plan.h"
+#include "shard/comm.h"
+
+const char *CLI_MODEL_FLAGS_HELP =
+    "  -m, --model PATH       GGUF file or Hugging Face model folder\n"
+    "  --devices N            in-process devices of this process (default 1); under mpirun each rank brings N\n"
+    "  --threads T            threads per device (default 1)\n"
+    "  --sharding RULE        fsdp (default with several devices), tp or replicated\n"
+    "  --cache-length N       KV cache positions (default 4096)\n";
+
+void cli_model_flags_init(cli_model_flags *f) {
+    memset(f, 0, sizeof *f);
+    gm_load_options_default(&f->load);
+}
+
+int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_flags *f) {
+    const char *v;
+    long n;
+    const char *flag = argv[*i];
+    if (cli_flag_value(argc, argv, i, "--model", "-m", &v)) {
+        if (!v) return cli_usage_error(cmd, "%s needs a path", flag), -1;
+        f->model = v;
+        return 1;
+    }
+    if (cli_flag_value(argc, argv, i, "--devices", NULL, &v)) {
+        if (!cli_parse_int(v, 1, 256, &n)) return cli_usage_error(cmd, "--devices wants an integer from 1 to 256"), -1;
+        f->load.devices = (int)n;
+        return 1;
+    }
+    if (cli_flag_value(argc, argv, i, "--threads", "-t", &v)) {
+        if (!cli_parse_int(v, 1, 256, &n)) return cli_usage_error(cmd, "--threads wants an integer from 1 to 256"), -1;
+        f->load.threads_per_device = (int)n;
+        return 1;
+    }
+    if (cli_flag_value(argc, argv, i, "--sharding", NULL, &v)) {
+        if (!v || gm_sharding_parse(v, &f->load.sharding) != GM_OK)
+            return cli_usage_error(cmd, "--sharding wants fsdp, tp or replicated"), -1;
+        return 1;
+    }
+    if (cli_flag_value(argc, argv, i, "--cache-length", NULL, &v)) {
+        if (!cli_parse_int(v, 1, 1 << 20, &n)) return cli_usage_error(cmd, "--cache-length wants an integer from 1 to 1048576"), -1;
+        f->load.cache_length = (int)n;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_load_model(const char *cmd, const cli_model_flags *f, gm_model **out, int *exit_code) {
+    *out = NULL;
+    if (!f->model) {
+        *exit_code = cli_usage_error(cmd, "no model given (-m PATH)");
+        return -1;
+    }
+    gm_model *m;
+    if (gm_model_load(f->model, &f->load, &m) != GM_OK) {
+        *exit_code = cli_error(cmd, "%s", gm_last_error());
+        gm_mpi_abort_all("load failed"); /* under mpirun: stop the other ranks instead of letting them wait */
+        return -1;
+    }
+    if (gm_model_rank(m) != 0) {
+        gm_status st = gm_model_serve(m);
+        if (st != GM_OK) {
+            cli_error(cmd, "rank %d: %s", gm_model_rank(m), gm_last_error());
+            gm_mpi_abort_all("serve failed");
+        }
+        gm_model_free(m);
+        gm_shutdown();
+        *exit_code = st == GM_OK ? 0 : 1;
+        return 1;
+    }
+    *out = m;
+    return 0;
+}
+
+void cli_unload_model(gm_model *m) {
+    gm_model_free(m);
+    gm_shutdown();
+}
+
+volatile int cli_interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    cli_interrupted = 1;
+}
+
+void cli_install_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}

@@ -1,0 +1,150 @@
+/* gemma bench: load time, prefill and decode speed, time to first token, peak memory and bytes
+ * communicated per decoded token, on this mesh. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char *HELP_TAIL =
+    "  --prompt-tokens P      prefill length (default 512)\n"
+    "  --gen-tokens G         decoded tokens (default 64; greedy, end tokens ignored)\n"
+    "  --reps R               repetitions; the best is reported (default 1)\n"
+    "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms, load_ms, peak_rss_mb,\n"
+    "                         comm_bytes_per_token, weight_bytes, devices, threads, sharding\n";
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int32_t argmax(const float *x, int n) {
+    int32_t b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_model_flags mf;
+    cli_model_flags_init(&mf);
+    long P = 512, G = 64, reps = 1;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r = cli_model_flag("bench", argc, argv, &i, &mf);
+        if (r < 0) return 2;
+        if (r) continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs("usage: gemma bench -m MODEL [options]\n", stdout);
+            fputs(CLI_MODEL_FLAGS_HELP, stdout);
+            fputs(HELP_TAIL, stdout);
+            return 0;
+        } else if (cli_flag_value(argc, argv, &i, "--prompt-tokens", NULL, &v)) {
+            if (!cli_parse_int(v, 1, 1 << 20, &P)) return cli_usage_error("bench", "--prompt-tokens wants an integer >= 1");
+        } else if (cli_flag_value(argc, argv, &i, "--gen-tokens", NULL, &v)) {
+            if (!cli_parse_int(v, 0, 1 << 20, &G)) return cli_usage_error("bench", "--gen-tokens wants an integer >= 0");
+        } else if (cli_flag_value(argc, argv, &i, "--reps", NULL, &v)) {
+            if (!cli_parse_int(v, 1, 1000, &reps)) return cli_usage_error("bench", "--reps wants an integer >= 1");
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else {
+            return cli_usage_error("bench", "unknown argument '%s'", argv[i]);
+        }
+    }
+    if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
+    double t_load = now_s();
+    gm_model *m;
+    int code = 0;
+    if (cli_load_model("bench", &mf, &m, &code) != 0) return code;
+    t_load = now_s() - t_load;
+    const gm_config *c = gm_model_config(m);
+    int V = c->vocab_size;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int32_t *prompt = malloc((size_t)P * sizeof *prompt);
+    if (!logits || !prompt) {
+        free(logits);
+        free(prompt);
+        cli_unload_model(m);
+        return cli_error("bench", "out of memory");
+    }
+    /* a deterministic prompt of ordinary vocabulary ids (BOS first) */
+    uint32_t x = 12345;
+    prompt[0] = c->bos_id;
+    for (long i = 1; i < P; i++) {
+        x = x * 1664525u + 1013904223u;
+        prompt[i] = (int32_t)(300 + (x >> 8) % 20000 % (uint32_t)(V > 400 ? V - 300 : 1));
+    }
+    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0;
+    gm_status st = GM_OK;
+    for (long rep = 0; rep < reps && st == GM_OK; rep++) {
+        gm_session *s;
+        st = gm_session_new(m, &s);
+        if (st != GM_OK) break;
+        double t0 = now_s();
+        st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
+        int32_t tok = argmax(logits, V);
+        double t_prefill = now_s() - t0;
+        gm_model_reset_comm_counters(m);
+        t0 = now_s();
+        for (long g = 0; g < G && st == GM_OK; g++) {
+            st = gm_session_forward(s, &tok, 1, logits, NULL);
+            tok = argmax(logits, V);
+        }
+        double t_decode = now_s() - t0;
+        gm_comm_counters cc = gm_model_comm_counters(m);
+        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
+        gm_session_free(s);
+        if (t_prefill < best_prefill) best_prefill = t_prefill;
+        if (t_decode < best_decode) best_decode = t_decode;
+        /* time to first token: prefill plus picking the first token, for this prompt length */
+        if (t_prefill < best_ttft) best_ttft = t_prefill;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    if (st != GM_OK) code = cli_error("bench", "%s", gm_last_error());
+    else {
+        double prefill_tps = (double)P / best_prefill, decode_tps = G ? (double)G / best_decode : 0;
+        double rss_mb = (double)ru.ru_maxrss / 1024.0;
+        const char *sh = mf.load.sharding == GM_SHARDING_TP ? "tp" : mf.load.sharding == GM_SHARDING_REPLICATED ? "replicated"
+                         : gm_model_devices(m) > 1 ? "fsdp" : "replicated";
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "prompt_tokens", (double)P);
+            cJSON_AddNumberToObject(o, "gen_tokens", (double)G);
+            cJSON_AddNumberToObject(o, "prefill_tok_s", prefill_tps);
+            cJSON_AddNumberToObject(o, "decode_tok_s", decode_tps);
+            cJSON_AddNumberToObject(o, "ttft_ms", best_ttft * 1000);
+            cJSON_AddNumberToObject(o, "load_ms", t_load * 1000);
+            cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+            cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
+            cJSON_AddNumberToObject(o, "weight_bytes_this_rank", (double)gm_model_weight_bytes(m));
+            cJSON_AddNumberToObject(o, "devices", gm_model_devices(m));
+            cJSON_AddNumberToObject(o, "ranks", gm_model_ranks(m));
+            cJSON_AddNumberToObject(o, "threads", mf.load.threads_per_device);
+            cJSON_AddStringToObject(o, "sharding", sh);
+            char *out = cJSON_PrintUnformatted(o);
+            puts(out);
+            free(out);
+            cJSON_Delete(o);
+        } else {
+            printf("model        %s (%d devices over %d rank%s, %d thread%s each, %s)\n", mf.model, gm_model_devices(m),
+                   gm_model_ranks(m), gm_model_ranks(m) > 1 ? "s" : "", mf.load.threads_per_device,
+                   mf.load.threads_per_device > 1 ? "s" : "", sh);
+            printf("load         %.1f ms\n", t_load * 1000);
+            printf("prefill      %ld tokens: %.1f tok/s (time to first token %.1f ms)\n", P, prefill_tps, best_ttft * 1000);
+            printf("decode       %ld tokens: %.2f tok/s (%.2f ms/token)\n", G, decode_tps, G ? best_decode * 1000 / (double)G : 0);
+            printf("memory       peak RSS %.1f MiB (rank 0), weights held by this rank %.1f MiB\n", rss_mb,
+                   gm_model_weight_bytes(m) / 1048576.0);
+            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device)\n", comm_per_tok);
+        }
+    }
+    free(logits);
+    free(prompt);
+    cli_unload_model(m);
+    return code;
+}
