@@ -85,7 +85,7 @@ gm_status gm_tokenizer_encode(const gm_tokenizer *tok, const char *text, size_t 
 gm_status gm_tokenizer_decode(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text);
 
 /* ================================================================ sampling and logits display
- * (branch `sample`: src/text/sampler.c, src/text/logits_top.c, src/plot/) */
+ * (src/text/sampler.c, src/text/topk.c, src/plot/; JAX PRNG in src/base/threefry.c) */
 
 typedef enum gm_sample_method {
     GM_SAMPLE_GREEDY = 0, /* argmax */
