@@ -210,7 +210,7 @@ gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_opti
 /* The exact prompt text a turn would add (for display and tests). */
 gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out);
 /* ================================================================ sampling and logits display
- * (branch `sample`: src/text/sampler.c, src/text/logits_top.c, src/plot/) */
+ * (src/text/sampler.c, src/text/topk.c, src/plot/; JAX PRNG in src/base/threefry.c) */
 
 typedef enum gm_sample_method {
     GM_SAMPLE_GREEDY = 0, /* argmax */

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-APT_PACKAGES="cmake make gcc clang libclang-rt-14-dev openmpi-bin libopenmpi-dev libcjson-dev libpng-dev python3 python3-venv"
+APT_PACKAGES="cmake make gcc clang libclang-rt-14-dev openmpi-bin libopenmpi-dev libcjson-dev libpng-dev libcairo2-dev pkg-config fonts-dejavu-core python3 python3-venv"
 missing=""
 for p in $APT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -47,7 +47,7 @@ void gm_prng_uniform(gm_prng_key key, gm_prng_layout layout, size_t n, float min
                      float *out);
 /* log for float32 as XLA's CPU backend computes it (the Cephes polynomial of its vectorised
  * emitter, with the FMAs LLVM forms on x86-64 with FMA). It differs from glibc logf in the last
- * bit for ~15% of inputs, which changes gumbel noise; matched bit for bit on all 2^23 values
+ * bit for up to ~15% of inputs, which changes gumbel noise; matched bit for bit on all 2^23 values
  * k * 2^-23 and 2^20 random inputs in (0, 20) against jaxlib 0.10.2. */
 float gm_xla_logf(float x);
 
