@@ -12,6 +12,7 @@ static const struct {
     {"info", cmd_info, "print config, tensors, special tokens and the sharding plan"},
     {"tokenize", cmd_tokenize, "UTF-8 text on stdin -> token ids"},
     {"detokenize", cmd_detokenize, "token ids -> text"},
+    {"logits", cmd_logits, "next-token logits of <bos> + PROMPT: top-K table, picture, one sampled token"},
     {"generate", cmd_generate, "one chat turn (or --raw text) -> generated text"},
     {"chat", cmd_chat, "chat: one-shot, line by line, or interactive; streaming"},
     {"bench", cmd_bench, "prefill and decode speed, memory, communication per token"},
