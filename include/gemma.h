@@ -84,6 +84,119 @@ gm_status gm_tokenizer_encode(const gm_tokenizer *tok, const char *text, size_t 
 /* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. */
 gm_status gm_tokenizer_decode(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text);
 
+
+/* ---------------------------------------------------------------- model: load, sharded over devices */
+
+typedef enum gm_sharding {
+    GM_SHARDING_AUTO = 0,     /* fsdp when there is more than one device, else replicated */
+    GM_SHARDING_FSDP,         /* kauldron's FSDPSharding rule (the seed tutorial's) */
+    GM_SHARDING_TP,           /* Megatron tensor parallelism: heads, FFN hidden and vocabulary split */
+    GM_SHARDING_REPLICATED
+} gm_sharding;
+
+typedef struct gm_load_options {
+    int devices;              /* in-process devices of this process (threads that own shards); default 1 */
+    int threads_per_device;   /* worker threads inside each device; default 1 */
+    gm_sharding sharding;
+    int cache_length;         /* KV cache positions per session; default 4096 */
+    bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
+} gm_load_options;
+
+typedef struct gm_model gm_model;
+
+void gm_load_options_default(gm_load_options *opt);
+/* Each device reads only its own slices of each tensor from the file. Under MPI every rank calls this;
+ * ranks check that they opened the same file with the same options and refuse otherwise. */
+gm_status gm_model_load(const char *path, const gm_load_options *opt, gm_model **out);
+void gm_model_free(gm_model *m);
+const gm_config *gm_model_config(const gm_model *m);
+const gm_tokenizer *gm_model_tokenizer(const gm_model *m);
+int gm_model_devices(const gm_model *m);      /* devices in the whole mesh */
+int gm_model_rank(const gm_model *m);         /* MPI rank (0 when not under MPI) */
+int gm_model_ranks(const gm_model *m);
+/* Bytes of weights this process holds (all its devices) and the plan, for `gemma info`/`bench`. */
+uint64_t gm_model_weight_bytes(const gm_model *m);
+typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
+gm_comm_counters gm_model_comm_counters(const gm_model *m);
+void gm_model_reset_comm_counters(gm_model *m);
+
+/* ---------------------------------------------------------------- sessions: KV cache + forward */
+
+typedef struct gm_session gm_session;
+
+gm_status gm_session_new(gm_model *m, gm_session **out);
+void gm_session_free(gm_session *s);
+void gm_session_reset(gm_session *s);
+int gm_session_position(const gm_session *s);   /* tokens in the cache */
+int gm_session_capacity(const gm_session *s);   /* cache_length */
+gm_model *gm_session_model(const gm_session *s);
+/* Append n tokens at the current position. logits_last [V] (may be NULL) receives the last position's
+ * logits; logits_all [n][V] (may be NULL) every position's. GM_ERR_RANGE (nothing appended) when the
+ * tokens do not fit the cache. Under MPI only rank 0 calls this; other ranks run gm_model_serve. */
+gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all);
+/* Ranks other than 0 call this after loading: it follows rank 0's calls until rank 0 frees the model. */
+gm_status gm_model_serve(gm_model *m);
+/* Call once before the process exits if it ran under MPI (finalizes MPI; harmless otherwise). */
+void gm_shutdown(void);
+
+
+/* ---------------------------------------------------------------- generation and chat */
+
+/* Picks the next token from logits [V] (which it may modify); a sampler (gm_sampler_pick) or your own. */
+typedef int32_t (*gm_pick_fn)(void *ctx, float *logits, int vocab_size);
+/* Streaming text: called with each newly final piece of UTF-8 text; return false to stop. */
+typedef bool (*gm_text_fn)(void *user, const char *text, size_t len);
+
+typedef enum gm_stop_reason {
+    GM_STOP_NONE = 0,
+    GM_STOP_EOS,          /* <eos> */
+    GM_STOP_END_OF_TURN,  /* <end_of_turn> */
+    GM_STOP_TOKEN,        /* one of the caller's stop ids */
+    GM_STOP_STRING,       /* one of the caller's stop strings (not included in the text) */
+    GM_STOP_MAX_TOKENS,
+    GM_STOP_CACHE_FULL,   /* the KV cache has no room for another token */
+    GM_STOP_INTERRUPTED,  /* *interrupt became non-zero */
+    GM_STOP_CALLBACK      /* on_text returned false */
+} gm_stop_reason;
+
+typedef struct gm_generate_options {
+    int max_new_tokens;                 /* default 2048 when 0 */
+    gm_pick_fn pick;                    /* NULL = greedy */
+    void *pick_ctx;
+    const int32_t *stop_ids;            /* in addition to <eos> and <end_of_turn> */
+    int n_stop_ids;
+    const char *const *stop_strings;
+    int n_stop_strings;
+    gm_text_fn on_text;                 /* streaming, may be NULL */
+    void *user;
+    const volatile int *interrupt;      /* e.g. set from a SIGINT handler */
+} gm_generate_options;
+
+typedef struct gm_generate_result {
+    int n_prompt, n_generated;
+    gm_stop_reason stop;
+    double prefill_seconds, decode_seconds;
+} gm_generate_result;
+
+const char *gm_stop_reason_name(gm_stop_reason r);
+
+/* Run prompt ids through the session, then sample until a stop. *text (may be NULL) receives the whole
+ * generated text (gm_free). The forbidden tokens <start_of_image>, <end_of_image> are never produced. */
+gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, const gm_generate_options *opt,
+                      char **text, gm_generate_result *res);
+
+/* Gemma 3 chat: <bos><start_of_turn>user\n{text}<end_of_turn>\n<start_of_turn>model\n, the KV cache kept
+ * between turns; each later turn first closes the previous answer with "<end_of_turn>\n". */
+typedef struct gm_chat gm_chat;
+gm_status gm_chat_new(gm_model *m, gm_chat **out);
+void gm_chat_free(gm_chat *c);
+void gm_chat_reset(gm_chat *c);
+gm_session *gm_chat_session(gm_chat *c);
+gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_options *opt, char **reply,
+                       gm_generate_result *res);
+/* The exact prompt text a turn would add (for display and tests). */
+gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out);
+
 #ifdef __cplusplus
 }
 #endif

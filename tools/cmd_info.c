@@ -6,10 +6,13 @@
 #include "cli.h"
 #include "io/source.h"
 #include "model/config.h"
+#include "shard/plan_report.h"
 
 static const char *HELP =
-    "usage: gemma info -m MODEL [--json]\n"
+    "usage: gemma info -m MODEL [--devices N] [--sharding fsdp|tp|replicated] [--json]\n"
     "  -m, --model PATH   GGUF file or Hugging Face model folder\n"
+    "  --devices N        show the sharding plan over N devices (all ranks x devices per rank)\n"
+    "  --sharding RULE    fsdp (default for N > 1), tp or replicated\n"
     "  --json             one JSON document on stdout\n";
 
 static void shape_str(const gm_tensor_info *t, char *buf, size_t n) {
@@ -52,6 +55,8 @@ static cJSON *config_json(const gm_config *c) {
 int cmd_info(int argc, char **argv) {
     const char *model = NULL;
     bool json = false;
+    long devices = 1;
+    gm_sharding rule = GM_SHARDING_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -62,6 +67,10 @@ int cmd_info(int argc, char **argv) {
             model = v;
         } else if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (cli_flag_value(argc, argv, &i, "--devices", NULL, &v)) {
+            if (!cli_parse_int(v, 1, 256, &devices)) return cli_usage_error("info", "--devices wants an integer 1..256");
+        } else if (cli_flag_value(argc, argv, &i, "--sharding", NULL, &v)) {
+            if (!v || gm_sharding_parse(v, &rule) != GM_OK) return cli_usage_error("info", "--sharding wants fsdp, tp or replicated");
         } else {
             return cli_usage_error("info", "unknown argument '%s'", argv[i]);
         }
@@ -80,6 +89,26 @@ int cmd_info(int argc, char **argv) {
     const int special[][2] = {{c->bos_id, 0}, {c->eos_id, 0}, {c->pad_id, 0}, {c->unk_id, 0},
                               {c->start_of_turn_id, 0}, {c->end_of_turn_id, 0}};
     const char *special_names[] = {"bos", "eos", "pad", "unk", "start_of_turn", "end_of_turn"};
+    int nd = (int)devices;
+    gm_sharding resolved = rule == GM_SHARDING_AUTO ? (nd > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED) : rule;
+    uint64_t per_device[256] = {0};
+    gm_tensor_plan *plans = calloc(n ? n : 1, sizeof *plans);
+    if (!plans) {
+        gm_source_close(src);
+        return cli_error("info", "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gm_tensor_info *t = gm_source_tensor_at(src, i);
+        for (int d = 0; d < nd; d++) {
+            uint64_t b;
+            if (gm_plan_slice_bytes(c, t, resolved, nd, d, &plans[i], &b) != GM_OK) {
+                free(plans);
+                gm_source_close(src);
+                return cli_error("info", "%s", gm_last_error());
+            }
+            per_device[d] += b;
+        }
+    }
     gm_tokenizer *tok = NULL;
     if (gm_tokenizer_load(model, &tok) != GM_OK) tok = NULL; /* info still works without a tokenizer */
 
@@ -104,12 +133,22 @@ int cmd_info(int argc, char **argv) {
             cJSON *sh = cJSON_AddArrayToObject(o, "shape");
             for (int d = 0; d < t->n_dims; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->ne[d]));
             cJSON_AddNumberToObject(o, "bytes", (double)t->nbytes);
+            cJSON *pl = cJSON_AddObjectToObject(o, "sharding");
+            cJSON_AddStringToObject(pl, "split", plans[i].split == GM_SPLIT_NONE ? "replicated"
+                                                 : plans[i].split == GM_SPLIT_ROWS ? "rows" : "cols");
+            if (plans[i].jax_axis[0]) cJSON_AddStringToObject(pl, "axis", plans[i].jax_axis);
+            cJSON_AddStringToObject(pl, "note", plans[i].reason);
             cJSON_AddItemToArray(ts, o);
         }
         cJSON *tot = cJSON_AddObjectToObject(root, "totals");
         cJSON_AddNumberToObject(tot, "tensors", (double)n);
         cJSON_AddNumberToObject(tot, "parameters", (double)total_params);
         cJSON_AddNumberToObject(tot, "bytes", (double)total_bytes);
+        cJSON *sh = cJSON_AddObjectToObject(root, "sharding");
+        cJSON_AddStringToObject(sh, "rule", gm_sharding_name(resolved));
+        cJSON_AddNumberToObject(sh, "devices", nd);
+        cJSON *bpd = cJSON_AddArrayToObject(sh, "bytes_per_device");
+        for (int d = 0; d < nd; d++) cJSON_AddItemToArray(bpd, cJSON_CreateNumber((double)per_device[d]));
         char *text = cJSON_Print(root);
         puts(text);
         free(text);
@@ -135,17 +174,22 @@ int cmd_info(int argc, char **argv) {
             printf(" %s=%d%s%s%s", special_names[i], special[i][0], piece ? " '" : "", piece ? piece : "",
                    piece ? "'" : "");
         }
-        printf("\n\n%-40s %-5s %-20s %12s\n", "tensor", "type", "shape", "bytes");
+        printf("\n\nsharding   %s over %d device%s\n", gm_sharding_name(resolved), nd, nd > 1 ? "s" : "");
+        printf("\n%-36s %-5s %-16s %12s  %s\n", "tensor", "type", "shape", "bytes", "placement");
         for (size_t i = 0; i < n; i++) {
             const gm_tensor_info *t = gm_source_tensor_at(src, i);
             char shape[96];
             shape_str(t, shape, sizeof shape);
-            printf("%-40s %-5s %-20s %12llu\n", t->name, gm_dtype_get(t->type)->name, shape,
-                   (unsigned long long)t->nbytes);
+            printf("%-36s %-5s %-16s %12llu  %s\n", t->name, gm_dtype_get(t->type)->name, shape,
+                   (unsigned long long)t->nbytes, plans[i].reason);
         }
         printf("\ntotal      %zu tensors, %llu parameters, %llu bytes (%.1f MiB)\n", n,
                (unsigned long long)total_params, (unsigned long long)total_bytes, total_bytes / 1048576.0);
+        for (int d = 0; d < nd; d++)
+            printf("device %-3d %llu bytes of weights (%.1f MiB, %.1f%% of the model)\n", d,
+                   (unsigned long long)per_device[d], per_device[d] / 1048576.0, 100.0 * per_device[d] / (double)total_bytes);
     }
+    free(plans);
     gm_tokenizer_free(tok);
     gm_source_close(src);
     return 0;

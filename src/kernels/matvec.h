@@ -1,5 +1,5 @@
 /* Weight kernels: one per storage type, fused dequantize-and-dot. Each has a scalar reference
- * (kernels/*_ref.c) and SIMD versions (kernels/*_avx2.c, *_avx512.c) picked at run time.
+ * (kernels/dequant_ref.c, matvec_ref.c) and SIMD versions (matvec_avx2.c, matvec_avx512.c) picked at run time.
  * Kernels are single-threaded over the row range they are given: callers split rows across threads. */
 #ifndef GM_KERNELS_MATVEC_H
 #define GM_KERNELS_MATVEC_H

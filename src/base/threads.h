@@ -1,0 +1,39 @@
+/* Barrier and a small fork-join pool. Waiting spins briefly, then yields, then sleeps on a condition
+ * variable, so an oversubscribed 2-core machine (another process, or more devices than cores)
+ * degrades gently instead of collapsing the way pure spin-waiting does. */
+#ifndef GM_BASE_THREADS_H
+#define GM_BASE_THREADS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "base/status.h"
+
+typedef struct gm_barrier {
+    int n;
+    atomic_int arrived;
+    atomic_uint generation;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int sleepers;
+} gm_barrier;
+
+gm_status gm_barrier_init(gm_barrier *b, int n);
+void gm_barrier_destroy(gm_barrier *b);
+void gm_barrier_wait(gm_barrier *b);
+
+/* Fork-join pool: gm_pool_run calls fn(ctx, i, n) for i in [0, n) on n participants (the caller is
+ * participant 0) and returns when all are done. */
+typedef struct gm_pool gm_pool;
+typedef void (*gm_pool_fn)(void *ctx, int index, int count);
+
+gm_status gm_pool_create(int n_threads, gm_pool **out);
+void gm_pool_free(gm_pool *p);
+int gm_pool_size(const gm_pool *p);
+void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx);
+
+/* Split [0, n) into `parts` nearly equal pieces, aligned to `align`; piece i is [*lo, *hi). */
+void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi);
+
+#endif

@@ -1,0 +1,86 @@
+/* Picks the kernel implementation once per process from what the CPU (and OS) support; the
+ * environment variable GM_KERNELS=scalar|avx2|avx512 narrows the choice (a path the CPU cannot run
+ * falls back to the best one it can, so forcing never crashes). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+typedef struct cpu_features {
+    bool avx2, avx512;
+} cpu_features;
+
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (uint64_t)hi << 32 | lo;
+}
+
+static cpu_features detect(void) {
+    cpu_features f = {false, false};
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
+    if (!osxsave || !avx) return f;
+    uint64_t xcr0 = xgetbv0();
+    bool os_ymm = (xcr0 & 0x6) == 0x6, os_zmm = (xcr0 & 0xe6) == 0xe6;
+    if (__get_cpuid_max(0, NULL) < 7) return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    bool avx2 = b >> 5 & 1, avx512f = b >> 16 & 1, avx512dq = b >> 17 & 1, avx512bw = b >> 30 & 1,
+         avx512vl = b >> 31 & 1;
+    f.avx2 = os_ymm && avx2 && fma && f16c;
+    /* The avx512 kernels use F, BW, VL and DQ only (VNNI / BF16 instructions are not emitted). */
+    f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
+    return f;
+}
+#else
+typedef struct cpu_features {
+    bool avx2, avx512;
+} cpu_features;
+static cpu_features detect(void) { return (cpu_features){false, false}; }
+#endif
+
+/* Written once under pthread_once, read-only afterwards. */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static cpu_features g_cpu;
+static const gm_kernel_ops *g_chosen;
+
+static void init_once(void) {
+    g_cpu = detect();
+    const char *want = getenv("GM_KERNELS");
+    const gm_kernel_ops *best = g_cpu.avx512 ? &gm_kernels_avx512 : g_cpu.avx2 ? &gm_kernels_avx2 : &gm_kernels_scalar;
+    g_chosen = best;
+    if (want && strcmp(want, "scalar") == 0) g_chosen = &gm_kernels_scalar;
+    if (want && strcmp(want, "avx2") == 0 && g_cpu.avx2) g_chosen = &gm_kernels_avx2;
+}
+
+static const gm_kernel_ops *ops(void) {
+    pthread_once(&g_once, init_once);
+    return g_chosen;
+}
+
+const gm_kernel_ops *gm_kernels_lookup(const char *isa) {
+    pthread_once(&g_once, init_once);
+    if (strcmp(isa, "scalar") == 0) return &gm_kernels_scalar;
+    if (strcmp(isa, "avx2") == 0) return g_cpu.avx2 ? &gm_kernels_avx2 : NULL;
+    if (strcmp(isa, "avx512") == 0) return g_cpu.avx512 ? &gm_kernels_avx512 : NULL;
+    return NULL;
+}
+
+const char *gm_kernels_isa(void) { return ops()->name; }
+
+void gm_dequant_row(gm_dtype type, const void *row, float *out, size_t n) { ops()->dequant_row(type, row, out, n); }
+
+void gm_matvec(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *x, float *y) {
+    ops()->matvec(type, W, row_bytes, rows, cols, x, y);
+}
+
+void gm_matmul(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X, size_t T,
+               float *Y, size_t ldy) {
+    ops()->matmul(type, W, row_bytes, rows, cols, X, T, Y, ldy);
+}

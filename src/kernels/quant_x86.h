@@ -1,0 +1,142 @@
+/* x86 building blocks shared by matvec_avx2.c and matvec_avx512.c (included by both; every function
+ * is static inline so each file compiles it with its own ISA flags). Needs AVX2 + F16C.
+ *
+ * Every quantized type is decoded the same way: a 32-value chunk becomes 32 signed bytes q (all
+ * types' integer codes fit in int8 once the type's offset is subtracted), and each 16-value half has
+ * a scale s and offset o so that w = q * s + o. q * s is always exact in f32 (an f16 scale times a
+ * small integer), so computing w with one FMA gives bit for bit what ggml and the gguf package give. */
+#ifndef GM_KERNELS_QUANT_X86_H
+#define GM_KERNELS_QUANT_X86_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+
+#define GM_AI static inline __attribute__((always_inline))
+
+/* Per-block scales: s[j] applies to values 16j .. 16j+15, o[k] to the 32-value chunk k. */
+typedef struct qstate {
+    float s[16];
+    float o[8];
+} qstate;
+
+GM_AI float f16_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+GM_AI int qtype_block(gm_dtype t) { return t == GM_Q4_K || t == GM_Q5_K || t == GM_Q6_K ? 256 : 32; }
+
+GM_AI int qtype_bytes(gm_dtype t) {
+    switch (t) {
+    case GM_Q4_0: return 18;
+    case GM_Q4_1: return 20;
+    case GM_Q5_0: return 22;
+    case GM_Q5_1: return 24;
+    case GM_Q8_0: return 34;
+    case GM_Q4_K: return 144;
+    case GM_Q5_K: return 176;
+    case GM_Q6_K: return 210;
+    default: return 0;
+    }
+}
+
+/* Types whose values carry an additive min (o != 0). */
+GM_AI int qtype_has_min(gm_dtype t) { return t == GM_Q4_1 || t == GM_Q5_1 || t == GM_Q4_K || t == GM_Q5_K; }
+
+GM_AI void scale_min_k4(const uint8_t *q, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Fill the scales of block b. Only the entries the type's decode reads are set. */
+GM_AI void qprep(gm_dtype t, const uint8_t *b, qstate *st) {
+    switch (t) {
+    case GM_Q4_0: case GM_Q5_0: case GM_Q8_0:
+        st->s[0] = st->s[1] = f16_at(b);
+        break;
+    case GM_Q4_1: case GM_Q5_1:
+        st->s[0] = st->s[1] = f16_at(b);
+        st->o[0] = f16_at(b + 2);
+        break;
+    case GM_Q4_K: case GM_Q5_K: {
+        float d = f16_at(b), dmin = f16_at(b + 2);
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            scale_min_k4(b + 4, j, &sc, &m);
+            st->s[2 * j] = st->s[2 * j + 1] = d * (float)sc;
+            st->o[j] = -(dmin * (float)m);
+        }
+        break;
+    }
+    case GM_Q6_K: {
+        float d = f16_at(b + 208);
+        const int8_t *sc = (const int8_t *)(b + 192);
+        for (int j = 0; j < 16; j++) st->s[j] = d * (float)sc[j];
+        break;
+    }
+    default: break;
+    }
+}
+
+/* Byte i (0..31) is 0xff when bit i of the 32-bit little-endian word at p is set. */
+GM_AI __m256i bits_to_bytes(const uint8_t *p) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)w), spread); /* byte i = byte i/8 of w */
+    v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));     /* all bits but bit i%8 */
+    return _mm256_cmpeq_epi8(v, _mm256_set1_epi8(-1));
+}
+
+/* 16 packed bytes -> 32 nibbles: low nibbles first (values 0..15), then high nibbles (16..31). */
+GM_AI __m256i nibbles_32(const uint8_t *p) {
+    __m128i q = _mm_loadu_si128((const __m128i *)p);
+    __m128i m = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+
+/* The 32 signed integer codes of chunk k (0 .. block/32 - 1) of block b. */
+GM_AI __m256i qdecode(gm_dtype t, const uint8_t *b, int k) {
+    const __m256i m4 = _mm256_set1_epi8(15), b16 = _mm256_set1_epi8(16);
+    switch (t) {
+    case GM_Q4_0: return _mm256_sub_epi8(nibbles_32(b + 2), _mm256_set1_epi8(8));
+    case GM_Q4_1: return nibbles_32(b + 4);
+    case GM_Q5_0:
+        return _mm256_sub_epi8(_mm256_or_si256(nibbles_32(b + 6), _mm256_and_si256(bits_to_bytes(b + 2), b16)), b16);
+    case GM_Q5_1: return _mm256_or_si256(nibbles_32(b + 8), _mm256_and_si256(bits_to_bytes(b + 4), b16));
+    case GM_Q8_0: return _mm256_loadu_si256((const __m256i *)(b + 2));
+    case GM_Q4_K: case GM_Q5_K: {
+        const uint8_t *qs = b + (t == GM_Q4_K ? 16 : 48) + 32 * (k / 2);
+        __m256i q = _mm256_loadu_si256((const __m256i *)qs);
+        if (k & 1) q = _mm256_srli_epi16(q, 4);
+        q = _mm256_and_si256(q, m4);
+        if (t == GM_Q5_K) { /* bit k of qh[l] is the 16s bit of value l */
+            __m256i bit = _mm256_set1_epi8((char)(1 << k));
+            __m256i qh = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(b + 16)), bit);
+            q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(qh, bit), b16));
+        }
+        return q;
+    }
+    case GM_Q6_K: {
+        int h = k / 4, kk = k % 4;
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32 * (kk & 1)));
+        if (kk >= 2) lo = _mm256_srli_epi16(lo, 4);
+        lo = _mm256_and_si256(lo, m4);
+        __m256i hi = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+        hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * kk), _mm256_set1_epi8(3));
+        hi = _mm256_slli_epi16(hi, 4); /* values <= 0x30: no bits cross into the next byte */
+        return _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
+    }
+    default: return _mm256_setzero_si256();
+    }
+}
+
+#endif

@@ -1,0 +1,311 @@
+/* The Gemma 3 forward pass of one device, written against weight slices and collectives: with one
+ * device the slices are whole tensors and the collectives return at once. */
+#include "model/device.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/matvec.h"
+#include "kernels/ops.h"
+
+static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
+                         int threads, int cache_length) {
+    memset(d, 0, sizeof *d);
+    d->local = local;
+    d->global = global;
+    d->n_devices = n_devices;
+    d->cfg = cfg;
+    d->comm = comm;
+    d->cache_length = cache_length;
+    GM_TRY(gm_pool_create(threads, &d->pool));
+    size_t T = GM_PREFILL_CHUNK, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff, H = (size_t)cfg->head_dim;
+    size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
+    size_t wide = max3(D, F, NH);
+    float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
+                      &d->inv_freq_local, &d->inv_freq_global};
+    size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
+                      (size_t)threads * (size_t)cache_length, H / 2, H / 2};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
+        if (!*bufs[i]) {
+            gm_device_free(d);
+            return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of activations", global,
+                           sizes[i] * sizeof(float));
+        }
+    }
+    gm_rope_inv_freq(d->inv_freq_local, H, cfg->rope_base_local, cfg->rope_scale_local);
+    gm_rope_inv_freq(d->inv_freq_global, H, cfg->rope_base_global, cfg->rope_scale_global);
+    return GM_OK;
+}
+
+void gm_device_free(gm_device *d) {
+    if (!d) return;
+    if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
+    gm_pool_free(d->pool);
+    float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
+                     d->inv_freq_local, d->inv_freq_global};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(d, 0, sizeof *d);
+}
+
+gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length) {
+    memset(kv, 0, sizeof *kv);
+    kv->layers = calloc((size_t)cfg->n_layers, sizeof *kv->layers);
+    if (!kv->layers) return gm_fail(GM_ERR_NOMEM, "out of memory for the KV cache");
+    size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim;
+    for (int l = 0; l < cfg->n_layers; l++) {
+        int slots = cache_length;
+        if (!cfg->layer_is_global[l] && cfg->sliding_window > 0 && cfg->sliding_window + GM_PREFILL_CHUNK < slots)
+            slots = cfg->sliding_window + GM_PREFILL_CHUNK; /* O(window) memory on local layers */
+        gm_kv_layer *L = &kv->layers[l];
+        L->slots = slots;
+        L->k = malloc((size_t)slots * KH * sizeof(float));
+        L->v = malloc((size_t)slots * KH * sizeof(float));
+        if (!L->k || !L->v) {
+            gm_kv_cache_free(kv, cfg->n_layers);
+            return gm_fail(GM_ERR_NOMEM, "cannot allocate the KV cache (%zu bytes for layer %d)",
+                           2 * (size_t)slots * KH * sizeof(float), l);
+        }
+        kv->bytes += 2 * (uint64_t)slots * KH * sizeof(float);
+    }
+    return GM_OK;
+}
+
+void gm_kv_cache_free(gm_kv_cache *kv, int n_layers) {
+    if (!kv || !kv->layers) return;
+    for (int l = 0; l < n_layers; l++) {
+        free(kv->layers[l].k);
+        free(kv->layers[l].v);
+    }
+    free(kv->layers);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* ---- linear layers: y = W x over the mesh ---- */
+
+typedef struct mm_job {
+    const gm_matrix *m;
+    const void *W;      /* first local row to use */
+    uint64_t rows;      /* rows to compute */
+    const float *X;     /* [T][cols] */
+    int T;
+    float *Y;           /* Y[t * ldy + r] */
+    size_t ldy;
+} mm_job;
+
+static void mm_worker(void *ctx, int i, int n) {
+    mm_job *j = ctx;
+    size_t lo, hi;
+    gm_split_range((size_t)j->rows, n, i, 4, &lo, &hi);
+    if (hi <= lo) return;
+    const uint8_t *W = (const uint8_t *)j->W + lo * j->m->row_bytes;
+    if (j->T == 1) gm_matvec(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, j->Y + lo);
+    else gm_matmul(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, (size_t)j->T, j->Y + lo, j->ldy);
+}
+
+static void run_mm(gm_device *d, const gm_matrix *m, const void *W, uint64_t rows, const float *X, int T, float *Y,
+                   size_t ldy) {
+    mm_job j = {m, W, rows, X, T, Y, ldy};
+    gm_pool_run(d->pool, mm_worker, &j);
+}
+
+/* Y [T][full_rows] = X [T][full_cols] . W^T, complete on every device. */
+static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+    size_t R = (size_t)m->full_rows, C = (size_t)m->full_cols;
+    if (m->plan.split == GM_SPLIT_COLS) {
+        /* partial sums over this device's input columns, completed by an all-reduce */
+        const float *Xs = X + m->lo;
+        if (T > 1) {
+            for (int t = 0; t < T; t++) memcpy(d->pack + (size_t)t * m->cols, X + (size_t)t * C + m->lo, m->cols * sizeof(float));
+            Xs = d->pack;
+        }
+        run_mm(d, m, m->data, m->rows, Xs, T, Y, R);
+        return gm_comm_all_reduce(d->comm, d->local, Y, (size_t)T * R);
+    }
+    /* rows [off[g], off[g+1]) computed here, then gathered */
+    uint64_t lo = m->off[d->global], hi = m->off[d->global + 1];
+    const uint8_t *W = (const uint8_t *)m->data + (lo - m->lo) * m->row_bytes;
+    if (d->n_devices == 1 || T == 1) {
+        run_mm(d, m, W, hi - lo, X, T, Y + lo, R);
+        return gm_comm_all_gather(d->comm, d->local, Y, m->off);
+    }
+    /* T > 1: gather in device-major order ([device][t][its rows]) then scatter into Y */
+    size_t off_t[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) off_t[g] = (size_t)T * m->off[g];
+    float *mine = d->pack + off_t[d->global];
+    run_mm(d, m, W, hi - lo, X, T, mine, hi - lo);
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
+    for (int g = 0; g < d->n_devices; g++) {
+        size_t glo = m->off[g], n = m->off[g + 1] - glo;
+        const float *seg = d->pack + off_t[g];
+        for (int t = 0; t < T; t++) memcpy(Y + (size_t)t * R + glo, seg + (size_t)t * n, n * sizeof(float));
+    }
+    return GM_OK;
+}
+
+/* ---- embedding lookup: x[t] = E[token] * sqrt(D), rows owned by whoever holds them ---- */
+
+static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
+    const gm_matrix *E = &d->w.embed;
+    size_t D = (size_t)d->cfg->d_model;
+    float scale = d->cfg->embed_scale;
+    if (E->plan.split == GM_SPLIT_COLS) {
+        /* every device holds columns [lo, hi) of every row: gather along D */
+        size_t off_t[GM_MAX_DEVICES + 1];
+        size_t cols = (size_t)E->cols;
+        for (int g = 0; g < d->n_devices; g++) {
+            size_t lo, hi;
+            gm_split_range((size_t)E->full_cols, d->n_devices, g, (size_t)E->plan.unit, &lo, &hi);
+            off_t[g] = (size_t)T * lo;
+        }
+        off_t[d->n_devices] = (size_t)T * (size_t)E->full_cols;
+        float *mine = d->pack + off_t[d->global];
+        for (int t = 0; t < T; t++) {
+            gm_dequant_row(E->type, (const uint8_t *)E->data + (size_t)tokens[t] * E->row_bytes, mine + (size_t)t * cols, cols);
+            for (size_t i = 0; i < cols; i++) mine[(size_t)t * cols + i] *= scale;
+        }
+        GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
+        for (int g = 0; g < d->n_devices; g++) {
+            size_t glo = off_t[g] / (size_t)T, n = (off_t[g + 1] - off_t[g]) / (size_t)T;
+            for (int t = 0; t < T; t++) memcpy(x + (size_t)t * D + glo, d->pack + off_t[g] + (size_t)t * n, n * sizeof(float));
+        }
+        return GM_OK;
+    }
+    bool sharded = E->plan.split == GM_SPLIT_ROWS;
+    for (int t = 0; t < T; t++) {
+        float *row = x + (size_t)t * D;
+        uint64_t tok = (uint64_t)tokens[t];
+        if (tok >= E->lo && tok < E->hi) {
+            gm_dequant_row(E->type, (const uint8_t *)E->data + (tok - E->lo) * E->row_bytes, row, D);
+            for (size_t i = 0; i < D; i++) row[i] *= scale;
+        } else {
+            memset(row, 0, D * sizeof(float));
+        }
+    }
+    /* rows split by vocabulary: exactly one device holds each token's row, the others add zeros */
+    return sharded ? gm_comm_all_reduce(d->comm, d->local, x, (size_t)T * D) : GM_OK;
+}
+
+/* ---- attention over the cache, all heads (each device computes them all; KV is replicated) ---- */
+
+typedef struct attn_job {
+    gm_device *d;
+    gm_kv_layer *L;
+    bool global;
+    int T, pos0;
+} attn_job;
+
+static void attn_worker(void *ctx, int i, int n) {
+    attn_job *j = ctx;
+    const gm_config *c = j->d->cfg;
+    int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads;
+    size_t KH = (size_t)c->n_kv_heads * (size_t)H, NH = (size_t)N * (size_t)H;
+    float *scores = j->d->scores + (size_t)i * (size_t)j->d->cache_length;
+    size_t lo, hi;
+    gm_split_range((size_t)j->T * (size_t)N, n, i, 1, &lo, &hi);
+    for (size_t job = lo; job < hi; job++) {
+        int t = (int)(job / (size_t)N), h = (int)(job % (size_t)N), kvh = h / G;
+        int p = j->pos0 + t;
+        int first = 0;
+        if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
+        const float *q = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
+        float mx = -INFINITY;
+        for (int s = first; s <= p; s++) {
+            const float *k = j->L->k + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
+            float sc = gm_dot_f32(q, k, (size_t)H);
+            if (c->attn_softcap > 0) sc = c->attn_softcap * tanhf(sc / c->attn_softcap);
+            scores[s - first] = sc;
+            if (sc > mx) mx = sc;
+        }
+        double sum = 0;
+        for (int s = first; s <= p; s++) {
+            float e = expf(scores[s - first] - mx);
+            scores[s - first] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        float *out = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
+        memset(out, 0, (size_t)H * sizeof(float));
+        for (int s = first; s <= p; s++) {
+            const float *v = j->L->v + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
+            gm_axpy_f32(out, scores[s - first] * inv, v, (size_t)H);
+        }
+    }
+}
+
+static void add_normed(float *x, float *y, const float *w, size_t n, float eps) {
+    gm_rmsnorm(y, y, w, n, eps);
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int pos0) {
+    const gm_config *c = d->cfg;
+    const gm_layer_weights *W = &d->w.layers[l];
+    size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
+    size_t N = (size_t)c->n_heads, K = (size_t)c->n_kv_heads, NH = N * H, KH = K * H;
+    bool global = c->layer_is_global[l];
+    const float *inv_freq = global ? d->inv_freq_global : d->inv_freq_local;
+
+    for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
+    GM_TRY(linear(d, &W->q, d->xn, T, d->q));
+    GM_TRY(linear(d, &W->k, d->xn, T, d->k));
+    GM_TRY(linear(d, &W->v, d->xn, T, d->v));
+    for (int t = 0; t < T; t++) {
+        int p = pos0 + t;
+        for (size_t h = 0; h < N; h++) {
+            float *q = d->q + t * NH + h * H;
+            gm_rmsnorm(q, q, W->q_norm, H, c->rms_eps);
+            gm_rope(q, H, p, inv_freq);
+            for (size_t i = 0; i < H; i++) q[i] *= c->query_scale;
+        }
+        float *kslot = L->k + (size_t)(p % L->slots) * KH, *vslot = L->v + (size_t)(p % L->slots) * KH;
+        for (size_t h = 0; h < K; h++) {
+            float *k = d->k + t * KH + h * H;
+            gm_rmsnorm(k, k, W->k_norm, H, c->rms_eps);
+            gm_rope(k, H, p, inv_freq);
+        }
+        memcpy(kslot, d->k + t * KH, KH * sizeof(float));
+        memcpy(vslot, d->v + t * KH, KH * sizeof(float));
+    }
+    attn_job aj = {d, L, global, T, pos0};
+    gm_pool_run(d->pool, attn_worker, &aj);
+    GM_TRY(linear(d, &W->o, d->att, T, d->y));
+    for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
+
+    for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
+    GM_TRY(linear(d, &W->gate, d->xn, T, d->gate));
+    GM_TRY(linear(d, &W->up, d->xn, T, d->up));
+    for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
+    GM_TRY(linear(d, &W->down, d->gate, T, d->y));
+    for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
+    return GM_OK;
+}
+
+static gm_status logits_of(gm_device *d, const float *x, float *logits) {
+    const gm_config *c = d->cfg;
+    gm_rmsnorm(d->xn, x, d->w.final_norm, (size_t)c->d_model, c->rms_eps);
+    GM_TRY(linear(d, &d->w.embed, d->xn, 1, logits));
+    if (c->final_softcap > 0)
+        for (int i = 0; i < c->vocab_size; i++) logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
+    return GM_OK;
+}
+
+gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
+                            float *logits_all, size_t all_stride) {
+    const gm_config *c = d->cfg;
+    size_t D = (size_t)c->d_model;
+    for (int done = 0; done < T;) {
+        int n = T - done < GM_PREFILL_CHUNK ? T - done : GM_PREFILL_CHUNK;
+        GM_TRY(embed(d, tokens + done, n, d->x));
+        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, &kv->layers[l], n, pos0 + done));
+        if (logits_all)
+            for (int t = 0; t < n; t++)
+                GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride));
+        done += n;
+        if (done == T && logits_last) GM_TRY(logits_of(d, d->x + (size_t)(n - 1) * D, logits_last));
+    }
+    return GM_OK;
+}

@@ -1,0 +1,57 @@
+/* A device: a worker that owns a slice of the weights, a share of the compute and its KV caches.
+ * All devices of a mesh run the same forward code (SPMD) and meet in collectives. */
+#ifndef GM_MODEL_DEVICE_H
+#define GM_MODEL_DEVICE_H
+
+#include "base/threads.h"
+#include "model/weights.h"
+#include "shard/comm.h"
+
+#define GM_PREFILL_CHUNK 128 /* tokens per forward step; local KV rings hold window + this */
+#define GM_MAX_DEVICES 256
+
+typedef struct gm_kv_layer {
+    float *k, *v;  /* [slots][K*H] */
+    int slots;     /* cache_length for global layers, min(cache_length, window + chunk) for local ones */
+} gm_kv_layer;
+
+typedef struct gm_kv_cache {
+    gm_kv_layer *layers; /* [n_layers] */
+    uint64_t bytes;
+} gm_kv_cache;
+
+typedef struct gm_device {
+    int local, global, n_devices;
+    const gm_config *cfg;
+    gm_comm *comm;
+    gm_pool *pool;              /* threads inside this device */
+    gm_device_weights w;
+    float *inv_freq_local;      /* [H/2] */
+    float *inv_freq_global;     /* [H/2] */
+    /* scratch for a chunk of T <= GM_PREFILL_CHUNK tokens */
+    float *x;                   /* [T][D] residual stream */
+    float *xn;                  /* [T][D] normed input of a sublayer */
+    float *q;                   /* [T][N*H] */
+    float *k, *v;               /* [T][K*H] */
+    float *att;                 /* [T][N*H] attention output */
+    float *y;                   /* [T][max(D, F)] projection output */
+    float *gate, *up;           /* [T][F] */
+    float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
+    float *scores;              /* [cache_length] per thread: [threads][cache_length] */
+    int cache_length;
+} gm_device;
+
+gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
+                         int threads, int cache_length);
+void gm_device_free(gm_device *d);
+
+gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length);
+void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
+
+/* Run tokens [T] at positions pos0.. through the model on this device. logits_last [V] and/or
+ * logits_all (position t at logits_all + t * all_stride; stride 0 reuses one [V] buffer) are filled on
+ * every device; NULL skips them (all devices of a mesh must pass the same NULL-ness). */
+gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
+                            float *logits_all, size_t all_stride);
+
+#endif

@@ -1,0 +1,159 @@
+/* Loading a model onto a mesh: MPI ranks x in-process devices, each device reading its own slices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+#include "model/config.h"
+
+void gm_load_options_default(gm_load_options *o) {
+    memset(o, 0, sizeof *o);
+    o->devices = 1;
+    o->threads_per_device = 1;
+    o->sharding = GM_SHARDING_AUTO;
+    o->cache_length = 4096;
+    o->use_mpi = true;
+}
+
+static bool launched_by_mpirun(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+typedef struct load_job {
+    gm_model *m;
+    gm_status st[GM_MAX_DEVICES];
+    char err[GM_MAX_DEVICES][256];
+} load_job;
+
+static void load_worker(void *ctx, int i, int n) {
+    (void)n;
+    load_job *j = ctx;
+    gm_model *m = j->m;
+    int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
+    gm_status st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
+                                  m->opt.cache_length);
+    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, &m->dev[i].w);
+    j->st[i] = st;
+    if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+}
+
+/* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
+static gm_status check_ranks_agree(gm_model *m) {
+    if (m->n_ranks == 1) return GM_OK;
+    uint64_t digest[4] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
+                          (uint64_t)m->opt.cache_length};
+    uint64_t root[4];
+    memcpy(root, digest, sizeof root);
+    GM_TRY(gm_mpi_broadcast(root, sizeof root));
+    float mismatch = memcmp(root, digest, sizeof root) != 0 ? 1.0f : 0.0f;
+    float mine = mismatch;
+    GM_TRY(gm_mpi_all_reduce(&mismatch, 1));
+    if (mine > 0)
+        return gm_fail(GM_ERR_ARG,
+                       "rank %d: model file or flags differ from rank 0 (file fingerprint %016llx vs %016llx, devices "
+                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu); every rank must run the same command "
+                       "on the same file",
+                       m->rank, (unsigned long long)digest[0], (unsigned long long)root[0], (unsigned long long)digest[1],
+                       (unsigned long long)root[1], (unsigned long long)digest[2], (unsigned long long)root[2],
+                       (unsigned long long)digest[3], (unsigned long long)root[3]);
+    if (mismatch > 0)
+        return gm_fail(GM_ERR_ARG, "rank %d: another rank runs a different model file or different flags; refusing to start",
+                       m->rank);
+    return GM_OK;
+}
+
+gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_model **out) {
+    *out = NULL;
+    gm_load_options opt;
+    if (opt_in) opt = *opt_in;
+    else gm_load_options_default(&opt);
+    if (opt.devices < 1 || opt.devices > GM_MAX_DEVICES)
+        return gm_fail(GM_ERR_ARG, "--devices %d: must be between 1 and %d", opt.devices, GM_MAX_DEVICES);
+    if (opt.threads_per_device < 1 || opt.threads_per_device > 256)
+        return gm_fail(GM_ERR_ARG, "--threads %d: must be between 1 and 256", opt.threads_per_device);
+    if (opt.cache_length < 1 || opt.cache_length > (1 << 20))
+        return gm_fail(GM_ERR_ARG, "--cache-length %d: must be between 1 and %d", opt.cache_length, 1 << 20);
+    gm_model *m = calloc(1, sizeof *m);
+    if (!m) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    m->opt = opt;
+    m->rank = 0;
+    m->n_ranks = 1;
+    gm_status st = GM_OK;
+    if (opt.use_mpi && launched_by_mpirun()) st = gm_mpi_init(&m->rank, &m->n_ranks);
+    if (st == GM_OK && m->n_ranks * opt.devices > GM_MAX_DEVICES)
+        st = gm_fail(GM_ERR_ARG, "%d ranks x %d devices is more than %d devices", m->n_ranks, opt.devices, GM_MAX_DEVICES);
+    if (st == GM_OK) st = gm_source_open(path, &m->src);
+    if (st == GM_OK) {
+        m->cfg = *gm_source_config(m->src);
+        int total = m->n_ranks * opt.devices;
+        m->sharding = opt.sharding == GM_SHARDING_AUTO ? (total > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED)
+                                                        : opt.sharding;
+        if (gm_tokenizer_load(path, &m->tok) != GM_OK) m->tok = NULL;
+        st = check_ranks_agree(m);
+    }
+    if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
+    if (st == GM_OK) {
+        m->n_local = opt.devices;
+        m->dev = calloc((size_t)m->n_local, sizeof *m->dev);
+        m->scratch_logits = malloc((size_t)m->n_local * (size_t)m->cfg.vocab_size * sizeof(float));
+        if (!m->dev || !m->scratch_logits) st = gm_fail(GM_ERR_NOMEM, "out of memory");
+    }
+    if (st == GM_OK) st = gm_pool_create(m->n_local, &m->devices);
+    if (st == GM_OK) {
+        load_job *j = calloc(1, sizeof *j);
+        if (!j) st = gm_fail(GM_ERR_NOMEM, "out of memory");
+        else {
+            j->m = m;
+            gm_pool_run(m->devices, load_worker, j);
+            for (int i = 0; i < m->n_local && st == GM_OK; i++)
+                if (j->st[i] != GM_OK) st = gm_fail(j->st[i], "%s", j->err[i]);
+            free(j);
+        }
+    }
+    /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
+    if (st != GM_OK) {
+        gm_model_free(m);
+        return st;
+    }
+    *out = m;
+    return GM_OK;
+}
+
+void gm_model_free(gm_model *m) {
+    if (!m) return;
+    if (m->n_ranks > 1 && m->rank == 0 && m->dev) {
+        gm_cmd quit = {.op = GM_CMD_QUIT};
+        gm_model_send_cmd(m, &quit, NULL);
+    }
+    for (int i = 0; i < GM_MAX_SESSIONS; i++)
+        if (m->sessions[i]) gm_session_destroy_local(m->sessions[i]);
+    for (int i = 0; m->dev && i < m->n_local; i++) gm_device_free(&m->dev[i]);
+    free(m->dev);
+    free(m->scratch_logits);
+    gm_pool_free(m->devices);
+    gm_comm_free(m->comm);
+    gm_tokenizer_free(m->tok);
+    gm_source_close(m->src);
+    free(m);
+}
+
+const gm_config *gm_model_config(const gm_model *m) { return &m->cfg; }
+const gm_tokenizer *gm_model_tokenizer(const gm_model *m) { return m->tok; }
+int gm_model_devices(const gm_model *m) { return m->n_local * m->n_ranks; }
+int gm_model_rank(const gm_model *m) { return m->rank; }
+int gm_model_ranks(const gm_model *m) { return m->n_ranks; }
+
+uint64_t gm_model_weight_bytes(const gm_model *m) {
+    uint64_t b = 0;
+    for (int i = 0; i < m->n_local; i++) b += m->dev[i].w.bytes;
+    return b;
+}
+
+gm_comm_counters gm_model_comm_counters(const gm_model *m) {
+    gm_comm_stats s = gm_comm_get_stats(m->comm);
+    return (gm_comm_counters){s.calls, s.bytes, s.seconds};
+}
+
+void gm_model_reset_comm_counters(gm_model *m) { gm_comm_reset_stats(m->comm); }
+
+void gm_shutdown(void) { gm_mpi_finalize(); }

@@ -1,0 +1,189 @@
+#define _GNU_SOURCE
+#include "model/weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "base/threads.h"
+#include "kernels/matvec.h"
+
+/* Weights live in anonymous memory (faster to stream than mmap'd page cache on these VMs); big
+ * buffers ask for transparent huge pages. */
+static void *alloc_weights(size_t bytes) {
+    size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
+    void *p = NULL;
+    if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (align == (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static gm_status expect_shape(const gm_source *src, const gm_tensor_info *t, uint64_t ne0, uint64_t ne1) {
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return gm_fail(GM_ERR_FORMAT, "%s: tensor '%s' has shape [%llu, %llu], expected [%llu, %llu]", gm_source_path(src),
+                       t->name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)ne0,
+                       (unsigned long long)ne1);
+    return GM_OK;
+}
+
+static const gm_tensor_info *need(const gm_source *src, const char *name) {
+    const gm_tensor_info *t = gm_source_find(src, name);
+    if (!t) gm_fail(GM_ERR_FORMAT, "%s: tensor '%s' is missing", gm_source_path(src), name);
+    return t;
+}
+
+/* A vector weight, converted to f32; norms get +1 when the file stores w (HF layout). */
+static gm_status load_vector(const gm_source *src, const char *name, uint64_t n, bool add_one, float **out, uint64_t *bytes) {
+    const gm_tensor_info *t = need(src, name);
+    if (!t) return GM_ERR_FORMAT;
+    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return gm_fail(GM_ERR_FORMAT, "%s: tensor '%s' has %llu x %llu elements, expected %llu", gm_source_path(src),
+                       name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)n);
+    void *raw = malloc(t->row_bytes);
+    float *v = malloc(n * sizeof *v);
+    if (!raw || !v) {
+        free(raw);
+        free(v);
+        return gm_fail(GM_ERR_NOMEM, "out of memory loading '%s'", name);
+    }
+    gm_status st = gm_source_read_rows(src, t, 0, 1, raw);
+    if (st == GM_OK) {
+        gm_dequant_row(t->type, raw, v, n);
+        if (add_one)
+            for (uint64_t i = 0; i < n; i++) v[i] += 1.0f;
+    }
+    free(raw);
+    if (st != GM_OK) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *bytes += n * sizeof *v;
+    return GM_OK;
+}
+
+static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, const char *name,
+                             uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
+    const gm_tensor_info *t = need(src, name);
+    if (!t) return GM_ERR_FORMAT;
+    GM_TRY(expect_shape(src, t, ne0, ne1));
+    memset(m, 0, sizeof *m);
+    m->name = t->name;
+    m->type = t->type;
+    m->full_rows = ne1;
+    m->full_cols = ne0;
+    GM_TRY(gm_plan_tensor(gm_source_config(src), t, rule, n_dev, &m->plan));
+    m->off = calloc((size_t)n_dev + 1, sizeof *m->off);
+    if (!m->off) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    /* output ranges per device: the plan's rows when split by rows, else an even split of the rows
+     * (replicated and column-split weights still divide the output computation) */
+    for (int d = 0; d < n_dev; d++) {
+        uint64_t lo, hi;
+        if (m->plan.split == GM_SPLIT_ROWS) gm_plan_range(&m->plan, t, n_dev, d, &lo, &hi);
+        else {
+            size_t a, b;
+            gm_split_range((size_t)ne1, n_dev, d, 1, &a, &b);
+            lo = a, hi = b;
+        }
+        m->off[d] = lo;
+        m->off[d + 1] = hi;
+    }
+    gm_plan_range(&m->plan, t, n_dev, dev, &m->lo, &m->hi);
+    const gm_dtype_info *di = gm_dtype_get(t->type);
+    if (m->plan.split == GM_SPLIT_COLS) {
+        m->rows = ne1;
+        m->cols = m->hi - m->lo;
+        if (m->lo % di->block || m->cols % di->block)
+            return gm_fail(GM_ERR_STATE, "plan for '%s' cuts a %s block", name, di->name);
+        m->row_bytes = (size_t)(m->cols / di->block * di->bytes);
+    } else {
+        if (m->plan.split == GM_SPLIT_NONE) m->lo = 0, m->hi = ne1;
+        m->rows = m->hi - m->lo;
+        m->cols = ne0;
+        m->row_bytes = (size_t)t->row_bytes;
+    }
+    size_t total = (size_t)(m->rows * m->row_bytes);
+    m->data = alloc_weights(total);
+    if (!m->data)
+        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(src), total,
+                       name, dev);
+    *bytes += total;
+    if (m->plan.split != GM_SPLIT_COLS) return gm_source_read_rows(src, t, m->lo, m->rows, m->data);
+    /* column slice: one ranged read per row (only this device's bytes are read) */
+    uint64_t col_byte0 = m->lo / di->block * di->bytes;
+    uint8_t *row = malloc(t->row_bytes);
+    if (!row) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    gm_status st = GM_OK;
+    for (uint64_t r = 0; r < m->rows && st == GM_OK; r++) {
+        st = gm_source_read_rows(src, t, r, 1, row);
+        memcpy((uint8_t *)m->data + r * m->row_bytes, row + col_byte0, m->row_bytes);
+    }
+    free(row);
+    return st;
+}
+
+static void free_matrix(gm_matrix *m) {
+    free(m->data);
+    free(m->off);
+    memset(m, 0, sizeof *m);
+}
+
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_device_weights *w) {
+    const gm_config *c = gm_source_config(src);
+    memset(w, 0, sizeof *w);
+    uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, H = (uint64_t)c->head_dim;
+    uint64_t NH = (uint64_t)c->n_heads * H, KH = (uint64_t)c->n_kv_heads * H;
+    bool add1 = c->norms_add_one;
+    w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
+    if (!w->layers) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    GM_TRY(load_matrix(src, rule, n_dev, dev, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
+    GM_TRY(load_vector(src, "output_norm.weight", D, add1, &w->final_norm, &w->bytes));
+    char name[128];
+    for (int l = 0; l < c->n_layers; l++) {
+        gm_layer_weights *L = &w->layers[l];
+#define VEC(field, suffix, n)                                                                                          \
+    snprintf(name, sizeof name, "blk.%d." suffix ".weight", l);                                                        \
+    GM_TRY(load_vector(src, name, n, add1, &L->field, &w->bytes))
+#define MAT(field, suffix, ne0, ne1)                                                                                   \
+    snprintf(name, sizeof name, "blk.%d." suffix ".weight", l);                                                        \
+    GM_TRY(load_matrix(src, rule, n_dev, dev, name, ne0, ne1, &L->field, &w->bytes))
+        VEC(attn_norm, "attn_norm", D);
+        VEC(post_attn_norm, "post_attention_norm", D);
+        VEC(ffn_norm, "ffn_norm", D);
+        VEC(post_ffw_norm, "post_ffw_norm", D);
+        VEC(q_norm, "attn_q_norm", H);
+        VEC(k_norm, "attn_k_norm", H);
+        MAT(q, "attn_q", D, NH);
+        MAT(k, "attn_k", D, KH);
+        MAT(v, "attn_v", D, KH);
+        MAT(o, "attn_output", NH, D);
+        MAT(gate, "ffn_gate", D, F);
+        MAT(up, "ffn_up", D, F);
+        MAT(down, "ffn_down", F, D);
+#undef VEC
+#undef MAT
+    }
+    return GM_OK;
+}
+
+void gm_weights_free(gm_device_weights *w, int n_layers) {
+    if (!w) return;
+    free_matrix(&w->embed);
+    free(w->final_norm);
+    for (int l = 0; w->layers && l < n_layers; l++) {
+        gm_layer_weights *L = &w->layers[l];
+        free(L->attn_norm);
+        free(L->post_attn_norm);
+        free(L->ffn_norm);
+        free(L->post_ffw_norm);
+        free(L->q_norm);
+        free(L->k_norm);
+        gm_matrix *ms[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) free_matrix(ms[i]);
+    }
+    free(w->layers);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,48 @@
+/* One device's weights: its slice of every matrix (per the sharding plan) and the replicated vectors. */
+#ifndef GM_MODEL_WEIGHTS_H
+#define GM_MODEL_WEIGHTS_H
+
+#include <stdint.h>
+
+#include "io/source.h"
+#include "shard/plan.h"
+
+typedef struct gm_matrix {
+    const char *name;      /* GGUF name of the full tensor */
+    gm_dtype type;
+    uint64_t full_rows;    /* ne[1]: outputs */
+    uint64_t full_cols;    /* ne[0]: inputs (contraction) */
+    gm_tensor_plan plan;
+    uint64_t lo, hi;       /* this device's range along the split dim (rows for NONE/ROWS, cols for COLS) */
+    uint64_t rows, cols;   /* local slice shape */
+    size_t row_bytes;      /* bytes of one local row */
+    void *data;            /* [rows][row_bytes], as stored in the file */
+    uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
+} gm_matrix;
+
+typedef struct gm_layer_weights {
+    float *attn_norm;      /* [D] (1 + w) */
+    float *post_attn_norm; /* [D] */
+    float *ffn_norm;       /* [D] */
+    float *post_ffw_norm;  /* [D] */
+    float *q_norm;         /* [H] */
+    float *k_norm;         /* [H] */
+    gm_matrix q;           /* [N*H rows][D cols] */
+    gm_matrix k, v;        /* [K*H rows][D cols] */
+    gm_matrix o;           /* [D rows][N*H cols] */
+    gm_matrix gate, up;    /* [F rows][D cols] */
+    gm_matrix down;        /* [D rows][F cols] */
+} gm_layer_weights;
+
+typedef struct gm_device_weights {
+    gm_matrix embed;       /* token_embd: [V rows][D cols]; also the tied output projection */
+    float *final_norm;     /* [D] */
+    gm_layer_weights *layers;
+    uint64_t bytes;        /* bytes this device holds */
+} gm_device_weights;
+
+/* Load device `device` of `n_devices`: only its slices are read from the source. */
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_device_weights *w);
+void gm_weights_free(gm_device_weights *w, int n_layers);
+
+#endif

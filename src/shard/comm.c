@@ -1,0 +1,173 @@
+#define _POSIX_C_SOURCE 200809L
+#include "shard/comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/threads.h"
+
+struct gm_comm {
+    int n_local, n_ranks, rank;
+    gm_barrier barrier;
+    void **slots;        /* [n_local] each device's published buffer */
+    float **scratch;     /* [n_local] private reduction outputs */
+    size_t *scratch_cap;
+    size_t *rank_off;    /* [n_ranks + 1] for MPI gathers */
+    gm_comm_stats stats; /* updated by local device 0 only */
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out) {
+    *out = NULL;
+    if (n_local < 1 || n_ranks < 1 || rank < 0 || rank >= n_ranks)
+        return gm_fail(GM_ERR_ARG, "bad mesh: %d devices per rank, rank %d of %d", n_local, rank, n_ranks);
+    gm_comm *c = calloc(1, sizeof *c);
+    if (!c) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    c->n_local = n_local;
+    c->n_ranks = n_ranks;
+    c->rank = rank;
+    c->slots = calloc((size_t)n_local, sizeof *c->slots);
+    c->scratch = calloc((size_t)n_local, sizeof *c->scratch);
+    c->scratch_cap = calloc((size_t)n_local, sizeof *c->scratch_cap);
+    c->rank_off = calloc((size_t)n_ranks + 1, sizeof *c->rank_off);
+    if (!c->slots || !c->scratch || !c->scratch_cap || !c->rank_off || gm_barrier_init(&c->barrier, n_local) != GM_OK) {
+        free(c->slots);
+        free(c->scratch);
+        free(c->scratch_cap);
+        free(c->rank_off);
+        free(c);
+        return gm_fail(GM_ERR_NOMEM, "out of memory for the mesh");
+    }
+    *out = c;
+    return GM_OK;
+}
+
+void gm_comm_free(gm_comm *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n_local; i++) free(c->scratch[i]);
+    gm_barrier_destroy(&c->barrier);
+    free(c->slots);
+    free(c->scratch);
+    free(c->scratch_cap);
+    free(c->rank_off);
+    free(c);
+}
+
+int gm_comm_devices(const gm_comm *c) { return c->n_local * c->n_ranks; }
+int gm_comm_local_devices(const gm_comm *c) { return c->n_local; }
+int gm_comm_rank(const gm_comm *c) { return c->rank; }
+int gm_comm_ranks(const gm_comm *c) { return c->n_ranks; }
+int gm_comm_global_index(const gm_comm *c, int local) { return c->rank * c->n_local + local; }
+
+static void account(gm_comm *c, int local, double bytes, double t0) {
+    if (local != 0) return;
+    c->stats.calls++;
+    c->stats.bytes += (uint64_t)bytes;
+    c->stats.seconds += now_s() - t0;
+}
+
+gm_status gm_comm_barrier(gm_comm *c, int local) {
+    gm_barrier_wait(&c->barrier);
+    if (c->n_ranks > 1 && local == 0) GM_TRY(gm_mpi_barrier());
+    gm_barrier_wait(&c->barrier);
+    return GM_OK;
+}
+
+gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
+    int P = gm_comm_devices(c);
+    if (P == 1) return GM_OK;
+    double t0 = now_s();
+    gm_status st = GM_OK;
+    if (c->n_local > 1) {
+        if (c->scratch_cap[local] < n) {
+            float *s = realloc(c->scratch[local], n * sizeof *s);
+            if (!s) st = gm_fail(GM_ERR_NOMEM, "all-reduce: cannot allocate %zu floats", n);
+            else {
+                c->scratch[local] = s;
+                c->scratch_cap[local] = n;
+            }
+        }
+        c->slots[local] = buf;
+        gm_barrier_wait(&c->barrier);
+        /* Every device sums all published buffers into its private scratch (fixed order: the same
+         * float result on every device), then copies back once all have read. */
+        if (st == GM_OK) {
+            float *acc = c->scratch[local];
+            const float *b0 = c->slots[0];
+            memcpy(acc, b0, n * sizeof *acc);
+            for (int d = 1; d < c->n_local; d++) {
+                const float *bd = c->slots[d];
+                for (size_t i = 0; i < n; i++) acc[i] += bd[i];
+            }
+        }
+        gm_barrier_wait(&c->barrier);
+        if (st == GM_OK) memcpy(buf, c->scratch[local], n * sizeof *buf);
+    }
+    if (c->n_ranks > 1) {
+        if (local == 0 && st == GM_OK) st = gm_mpi_all_reduce(buf, n);
+        c->slots[local] = buf;
+        gm_barrier_wait(&c->barrier);
+        if (local != 0 && st == GM_OK) memcpy(buf, c->slots[0], n * sizeof *buf);
+        gm_barrier_wait(&c->barrier);
+    }
+    account(c, local, 2.0 * (P - 1) / P * (double)n * sizeof(float), t0);
+    return st;
+}
+
+gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off) {
+    int P = gm_comm_devices(c);
+    if (P == 1) return GM_OK;
+    double t0 = now_s();
+    gm_status st = GM_OK;
+    int base = c->rank * c->n_local;
+    if (c->n_local > 1) {
+        c->slots[local] = buf;
+        gm_barrier_wait(&c->barrier);
+        for (int d = 0; d < c->n_local; d++) {
+            if (d == local) continue;
+            const float *src = c->slots[d];
+            size_t lo = off[base + d], hi = off[base + d + 1];
+            memcpy(buf + lo, src + lo, (hi - lo) * sizeof *buf);
+        }
+        gm_barrier_wait(&c->barrier);
+    }
+    if (c->n_ranks > 1) {
+        if (local == 0) {
+            for (int r = 0; r <= c->n_ranks; r++) c->rank_off[r] = off[r * c->n_local];
+            st = gm_mpi_all_gather(buf, c->rank_off);
+        }
+        c->slots[local] = buf;
+        gm_barrier_wait(&c->barrier);
+        if (local != 0 && st == GM_OK) {
+            const float *src = c->slots[0];
+            size_t mine_lo = off[base], mine_hi = off[base + c->n_local];
+            memcpy(buf, src, mine_lo * sizeof *buf);
+            memcpy(buf + mine_hi, src + mine_hi, (off[P] - mine_hi) * sizeof *buf);
+        }
+        gm_barrier_wait(&c->barrier);
+    }
+    account(c, local, (double)(P - 1) / P * (double)off[P] * sizeof(float), t0);
+    return st;
+}
+
+gm_status gm_comm_broadcast(gm_comm *c, int local, void *buf, size_t n) {
+    if (gm_comm_devices(c) == 1) return GM_OK;
+    double t0 = now_s();
+    gm_status st = GM_OK;
+    if (c->n_ranks > 1 && local == 0) st = gm_mpi_broadcast(buf, n);
+    c->slots[local] = buf;
+    gm_barrier_wait(&c->barrier);
+    if (local != 0) memcpy(buf, c->slots[0], n);
+    gm_barrier_wait(&c->barrier);
+    account(c, local, (double)n, t0);
+    return st;
+}
+
+gm_comm_stats gm_comm_get_stats(const gm_comm *c) { return c->stats; }
+void gm_comm_reset_stats(gm_comm *c) { memset(&c->stats, 0, sizeof c->stats); }

@@ -1,0 +1,54 @@
+/* Collectives over the mesh's devices. Each device of this process calls the same collective with
+ * its local index (SPMD); devices are threads here and, across processes, MPI ranks. In-process the
+ * devices exchange through shared memory; the first device of each rank (which runs on the thread
+ * that initialised MPI) then joins the ranks with MPI. Every call counts the bytes it moves. */
+#ifndef GM_SHARD_COMM_H
+#define GM_SHARD_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+typedef struct gm_comm gm_comm;
+
+typedef struct gm_comm_stats {
+    uint64_t calls;
+    uint64_t bytes;    /* ring-equivalent bytes one device sends: all-reduce 2(P-1)/P·n, gather (P-1)/P·n */
+    double seconds;    /* wall time inside collectives on device 0 */
+} gm_comm_stats;
+
+/* n_local devices in this process; n_ranks processes (1 = no MPI). */
+gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out);
+void gm_comm_free(gm_comm *c);
+
+int gm_comm_devices(const gm_comm *c);              /* all devices in the mesh */
+int gm_comm_local_devices(const gm_comm *c);
+int gm_comm_rank(const gm_comm *c);
+int gm_comm_ranks(const gm_comm *c);
+int gm_comm_global_index(const gm_comm *c, int local); /* rank * n_local + local */
+
+/* buf[0..n) summed over all devices, result everywhere. */
+gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n);
+/* Device g owns buf[off[g] .. off[g+1]) (off has devices+1 entries); afterwards every device's buf
+ * holds every segment. */
+gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off);
+/* Copy n bytes from global device 0 to all. */
+gm_status gm_comm_broadcast(gm_comm *c, int local, void *buf, size_t n);
+gm_status gm_comm_barrier(gm_comm *c, int local);
+
+gm_comm_stats gm_comm_get_stats(const gm_comm *c);
+void gm_comm_reset_stats(gm_comm *c);
+
+/* MPI backend hooks (src/shard/comm_mpi.c when built with MPI; otherwise they fail). */
+gm_status gm_mpi_init(int *rank, int *n_ranks);     /* idempotent; MPI_THREAD_FUNNELED */
+void gm_mpi_finalize(void);
+gm_status gm_mpi_all_reduce(float *buf, size_t n);
+gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off); /* rank r owns [rank_off[r], rank_off[r+1]) */
+gm_status gm_mpi_broadcast(void *buf, size_t n);
+gm_status gm_mpi_barrier(void);
+bool gm_mpi_available(void);
+/* Abort every rank with a message (used when one rank fails mid-run so none waits forever). */
+void gm_mpi_abort_all(const char *why);
+
+#endif
