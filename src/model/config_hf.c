@@ -171,8 +171,7 @@ static gm_status read_layer_types(const reader *r, gm_config *cfg) {
 
 /* Features of other Gemma-family configs this engine does not implement. */
 static gm_status check_unsupported(const reader *r) {
-    const cJSON *act = get(r, "hidden_activation");
-    if (!act) act = get(r, "hidden_act");
+    const cJSON *act = get(r, "hidden_activation"); /* Gemma3 ignores "hidden_act", as transformers does */
     if (act && (!cJSON_IsString(act) ||
                 (strcmp(act->valuestring, "gelu_pytorch_tanh") != 0 && strcmp(act->valuestring, "gelu_new") != 0)))
         return gm_fail(GM_ERR_UNSUPPORTED, "%s: hidden_activation '%.40s' is not supported (Gemma 3 uses gelu_pytorch_tanh)",

@@ -59,6 +59,60 @@ TINY_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, nu
                    patch_size=4, vision_use_head=False)
 
 
+# config.json of Google's checkpoints as published on the hub (text part; vision_config left out), to check the
+# reader on the real shapes: the 270M and 1B hold every key, the multimodal ones only what differs from defaults.
+def _layer_types(n, period=6):
+    return ["full_attention" if (i + 1) % period == 0 else "sliding_attention" for i in range(n)]
+
+
+HUB_CONFIGS = {
+    "gemma-3-270m": {
+        "_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"], "attention_bias": False,
+        "attention_dropout": 0.0, "attn_logit_softcapping": None, "bos_token_id": 2, "eos_token_id": 1,
+        "final_logit_softcapping": None, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 640, "initializer_range": 0.02, "intermediate_size": 2048, "layer_types": _layer_types(18),
+        "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+        "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0, "query_pre_attn_scalar": 256,
+        "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": None, "rope_theta": 1000000.0,
+        "sliding_window": 512, "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0",
+        "use_bidirectional_attention": False, "use_cache": True, "vocab_size": 262144},
+    "gemma-3-1b-it": {
+        "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+        "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": [1, 106],
+        "final_logit_softcapping": None, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 1152, "initializer_range": 0.02, "intermediate_size": 6912, "max_position_embeddings": 32768,
+        "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+        "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+        "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": True, "vocab_size": 262144},
+    "gemma-3-4b-it": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+        "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+        "model_type": "gemma3",
+        "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                        "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                        "sliding_window": 1024},
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0"},
+    "gemma-3-12b-it": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+        "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+        "model_type": "gemma3",
+        "text_config": {"hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text",
+                        "num_attention_heads": 16, "num_hidden_layers": 48, "num_key_value_heads": 8,
+                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0"},
+    "gemma-3-27b-it": {
+        "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+        "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+        "model_type": "gemma3",
+        "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                        "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+                        "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0"},
+}
+
+
 def randomize(model):
     """Every parameter random (HF initialises norm weights to 0, which would hide a missing 1 + w)."""
     g = torch.Generator().manual_seed(SEED)
@@ -283,6 +337,18 @@ def main():
         assert torch.equal(v, sd_back[k]), k
     for d in (d_mm, d_v4):
         expected[os.path.basename(d)] = expected_folder(d, AutoConfig.from_pretrained(d).text_config)
+
+    # ---- the hub's config.json files, read by transformers ----
+    d_cfg = os.path.join(FIX, "hf_configs")
+    clean(d_cfg)
+    os.makedirs(d_cfg)
+    expected["hf_configs"] = {}
+    for name, cfg in HUB_CONFIGS.items():
+        with open(os.path.join(d_cfg, name + ".json"), "w") as f:
+            json.dump(cfg, f, indent=2)
+            f.write("\n")
+        parsed = (Gemma3Config if cfg["model_type"] == "gemma3" else Gemma3TextConfig).from_dict(cfg)
+        expected["hf_configs"][name] = expected_config(parsed.text_config if cfg["model_type"] == "gemma3" else parsed)
 
     # ---- parser fixture ----
     expected["safetensors_mixed"] = write_mixed(os.path.join(FIX, "safetensors_mixed.safetensors"))
