@@ -81,8 +81,21 @@ int32_t gm_tokenizer_find(const gm_tokenizer *tok, const char *piece);
 /* UTF-8 text (any bytes: invalid UTF-8 goes through byte fallback) -> ids; *ids is freed with gm_free. */
 gm_status gm_tokenizer_encode(const gm_tokenizer *tok, const char *text, size_t len, bool add_bos,
                               int32_t **ids, size_t *n_ids);
-/* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. */
+/* ids -> text, NUL-terminated; control tokens (bos, eos, pad) decode to nothing. As Hugging Face
+ * `tokenizers` decodes: U+2581 -> ' '; a run of byte pieces (<0xE4><0xB8><0xAD>) becomes its bytes if the
+ * run is valid UTF-8, else one U+FFFD per byte. An id outside the vocabulary is GM_ERR_RANGE. */
 gm_status gm_tokenizer_decode(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text);
+/* The same, also giving the length (the text may hold NUL bytes from <0x00>). */
+gm_status gm_tokenizer_decode_len(const gm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
+                                  size_t *text_len);
+/* Raw bytes one id stands for, for streaming output: U+2581 -> ' ', a byte piece -> its single byte
+ * (concatenate and validate UTF-8 yourself), control tokens -> "" (len 0). NULL if id is out of range. */
+const char *gm_tokenizer_token_bytes(const gm_tokenizer *tok, int32_t id, size_t *len);
+/* True for control tokens (<bos>, <eos>, <pad>, <start_of_turn>, <end_of_turn>, <unusedN> in a GGUF). */
+bool gm_tokenizer_is_control(const gm_tokenizer *tok, int32_t id);
+/* <bos> / <eos> ids (from the GGUF metadata, else the pieces "<bos>" / "<eos>"); -1 if none. */
+int32_t gm_tokenizer_bos_id(const gm_tokenizer *tok);
+int32_t gm_tokenizer_eos_id(const gm_tokenizer *tok);
 
 
 /* ---------------------------------------------------------------- model: load, sharded over devices */
@@ -196,6 +209,73 @@ gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_opti
                        gm_generate_result *res);
 /* The exact prompt text a turn would add (for display and tests). */
 gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out);
+/* ================================================================ sampling and logits display
+ * (branch `sample`: src/text/sampler.c, src/text/logits_top.c, src/plot/) */
+
+typedef enum gm_sample_method {
+    GM_SAMPLE_GREEDY = 0, /* argmax */
+    GM_SAMPLE_RANDOM,     /* categorical(logits / T) */
+    GM_SAMPLE_TOP_K,      /* categorical over the k largest logits / T */
+    GM_SAMPLE_TOP_P       /* nucleus: categorical over the smallest top set reaching mass p */
+} gm_sample_method;
+
+/* The seed library's sampling methods (gm.text.Greedy / RandomSampling / TopkSampling /
+ * TopPSampling), drawing with JAX's threefry PRNG so that a seed gives JAX's tokens. */
+typedef struct gm_sampler_config {
+    gm_sample_method method;
+    float temperature;         /* >= 0; 0 means greedy whatever the method */
+    int top_k;                 /* >= 1 (used by GM_SAMPLE_TOP_K) */
+    float top_p;               /* in (0, 1] (used by GM_SAMPLE_TOP_P; 1 keeps every token) */
+    int64_t seed;              /* jax.random.key(seed): only the low 32 bits count, as in JAX */
+    bool prng_original_layout; /* false: jax_threefry_partitionable=True, JAX's default since 0.5 */
+} gm_sampler_config;
+
+/* greedy, temperature 1, top_k 1, top_p 0.9 (the seed's defaults), seed 0. */
+gm_sampler_config gm_sampler_config_default(void);
+/* GM_ERR_ARG naming the field when temperature < 0 (or NaN), top_k < 1, top_p outside (0, 1]. */
+gm_status gm_sampler_config_check(const gm_sampler_config *cfg);
+
+typedef struct gm_sampler gm_sampler;
+/* forbidden_ids (may be NULL when n_forbidden is 0) are never sampled: their logits count as
+ * -inf, as the seed's sampler loop sets them (Gemma 3 passes 255999 and 256000). */
+gm_status gm_sampler_create(const gm_sampler_config *cfg, const int32_t *forbidden_ids, size_t n_forbidden,
+                            gm_sampler **out);
+void gm_sampler_free(gm_sampler *s);
+/* Restart the key stream from jax.random.key(seed) (the seed's sampler does this on every call). */
+void gm_sampler_reseed(gm_sampler *s, int64_t seed);
+/* Pick the next token from logits[vocab] (not modified). Like one step of the seed's sampler loop:
+ * (rng, cur) = jax.random.split(rng), then the method draws with cur; greedy splits too.
+ * GM_ERR_ARG on NaN or +inf logits, GM_ERR_RANGE when top_k > vocab, a forbidden id >= vocab or
+ * when nothing can be sampled (every allowed logit is -inf). */
+gm_status gm_sampler_next(gm_sampler *s, const float *logits, size_t vocab, int32_t *id);
+/* jax.random.categorical(jax.random.key(seed), logits[vocab]): one draw, no split. */
+gm_status gm_sample_categorical(int64_t seed, const float *logits, size_t vocab, int32_t *id);
+
+typedef struct gm_token_prob {
+    int32_t id;
+    float logit;
+    double prob; /* softmax over the whole vocabulary */
+} gm_token_prob;
+/* The k most probable tokens, sorted by probability (ties: lower id first). Probabilities come from
+ * a numerically stable softmax in double over all `vocab` logits; -inf logits get 0. Writes
+ * min(k, vocab) entries to out and their count to *n_out. GM_ERR_ARG on NaN / +inf logits. */
+gm_status gm_logits_top_k(const float *logits, size_t vocab, size_t k, gm_token_prob *out, size_t *n_out);
+
+/* Python's repr() of a token piece after U+2581 -> ' ' (how the seed labels tokens: ' Mary', '\n'),
+ * NUL-terminated in buf (truncated to cap - 1 bytes on a UTF-8 boundary). Returns the length written. */
+size_t gm_token_repr(const char *piece, char *buf, size_t cap);
+
+/* The seed's tokenizer.plot_logits: a bar chart of the top 30 probabilities, descending, labelled with
+ * gm_token_repr(labels[i]) (or "#id" where labels or labels[i] is NULL), axes "Tokens" and
+ * "Probability", title (NULL: "Probability Distribution of Tokens"); written as a PNG to path.
+ * The entries need not be sorted. */
+gm_status gm_plot_logits_png(const char *path, const int32_t *ids, const char *const *labels, const double *probs,
+                             size_t n, const char *title);
+/* The same for a terminal: one line per token, "  ' Mary'  0.1234 ██████", bars of unicode blocks
+ * scaled so the largest probability spans bar_width columns; top 30, descending; *text is freed
+ * with gm_free. */
+gm_status gm_plot_logits_text(const int32_t *ids, const char *const *labels, const double *probs, size_t n,
+                              int bar_width, char **text);
 
 #ifdef __cplusplus
 }

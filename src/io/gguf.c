@@ -80,7 +80,7 @@ const char *gm_gguf_type_name(uint32_t type) {
 
 static void store_scalar(gguf_kv *kv, uint32_t type, const uint8_t *raw) {
     switch (type) {
-    case GGUF_U8: kv->num.u = raw[0]; kv->num.i = (int64_t)kv->num.u; kv->num.f = (double)raw[0]; break;
+    case GGUF_U8: kv->num.u = raw[0]; break; /* num is a union: set exactly one member */
     case GGUF_BOOL: kv->num.u = raw[0] != 0; break;
     case GGUF_I8: { int8_t v; memcpy(&v, raw, 1); kv->num.i = v; } break;
     case GGUF_U16: { uint16_t v; memcpy(&v, raw, 2); kv->num.u = v; } break;
@@ -265,7 +265,7 @@ static gm_status check_unique(const char *path, const char *what, const void *it
                               size_t field, bool field_is_pointer) {
     if (n < 2) return GM_OK;
     const char **names = malloc(n * sizeof *names);
-    if (!names) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    if (!names) return gm_fail(GM_ERR_NOMEM, "%s: out of memory checking %llu %s names", path, (unsigned long long)n, what);
     for (uint64_t i = 0; i < n; i++) {
         const char *p = (const char *)items + i * stride + field;
         names[i] = field_is_pointer ? *(const char *const *)p : p;
@@ -286,7 +286,7 @@ gm_status gm_gguf_open(gm_gguf *g, const char *path) {
     cursor *c = calloc(1, sizeof *c);
     if (!c) {
         gm_gguf_close(g);
-        return gm_fail(GM_ERR_NOMEM, "out of memory");
+        return gm_fail(GM_ERR_NOMEM, "%s: out of memory", path);
     }
     c->f = &g->file;
     gm_status st = GM_OK;
@@ -334,7 +334,7 @@ gm_status gm_gguf_open(gm_gguf *g, const char *path) {
         uint64_t pad = (g->alignment - c->pos % g->alignment) % g->alignment;
         g->data_offset = c->pos + pad;
         const gm_tensor_info **sorted = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof *sorted);
-        if (!sorted) st = gm_fail(GM_ERR_NOMEM, "out of memory");
+        if (!sorted) st = gm_fail(GM_ERR_NOMEM, "%s: out of memory sorting tensors", path);
         for (uint64_t i = 0; st == GM_OK && i < g->n_tensors; i++) {
             gm_tensor_info *t = &g->tensors[i];
             if (t->offset > g->file.size || g->data_offset > g->file.size - t->offset ||

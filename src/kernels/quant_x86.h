@@ -15,6 +15,11 @@
 
 #define GM_AI static inline __attribute__((always_inline))
 
+/* matvec prefetches each row stream this far ahead: rows are streamed once, so the hardware
+ * prefetcher alone leaves the loop waiting on DRAM (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640).
+ * Prefetching past the end of a matrix is harmless (prefetches never fault). */
+enum { GM_PREFETCH_BYTES = 4096 };
+
 /* Per-block scales: s[j] applies to values 16j .. 16j+15, o[k] to the 32-value chunk k. */
 typedef struct qstate {
     float s[16];

@@ -1,0 +1,156 @@
+/* Kernel throughput: matvec GB/s (weight bytes streamed per second) and rows/s per type and ISA on
+ * the Gemma 3 270M embedding shape (262144 x 640) and a 1B MLP layer shape (6912 x 1152), and matmul
+ * GFLOP/s at T = 64 inputs on the layer shape. Single-threaded, best of several runs.
+ *
+ * usage: bench_kernels [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time SECONDS]
+ *                      [--no-embed] */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernels_internal.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+/* random codes with moderate f16 scales (the values matter little for speed, NaNs would) */
+static uint8_t *make_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
+    *rb = gm_kernels_bytes_of(t, cols);
+    size_t n = rows * *rb;
+    uint8_t *w = malloc(n);
+    if (!w) return NULL;
+    for (size_t i = 0; i + 4 <= n; i += 4) {
+        uint32_t v = rnd();
+        memcpy(w + i, &v, 4);
+    }
+    const gm_dtype_info *di = gm_dtype_get(t);
+    uint16_t s = gm_f32_to_f16(0.01f);
+    int offs[2] = {-1, -1};
+    switch (t) {
+    case GM_F32:
+        for (size_t i = 0; i < rows * cols; i++) {
+            float f = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
+            memcpy(w + 4 * i, &f, 4);
+        }
+        return w;
+    case GM_F16: case GM_BF16:
+        for (size_t i = 0; i < rows * cols; i++) {
+            float f = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
+            uint16_t h = t == GM_F16 ? gm_f32_to_f16(f) : gm_f32_to_bf16(f);
+            memcpy(w + 2 * i, &h, 2);
+        }
+        return w;
+    case GM_Q6_K: offs[0] = 208; break;
+    case GM_Q4_1: case GM_Q5_1: case GM_Q4_K: case GM_Q5_K: offs[0] = 0; offs[1] = 2; break;
+    default: offs[0] = 0; break;
+    }
+    for (size_t b = 0; b < n / di->bytes; b++)
+        for (int j = 0; j < 2; j++)
+            if (offs[j] >= 0) memcpy(w + b * di->bytes + offs[j], &s, 2);
+    return w;
+}
+
+static int listed(const char *list, const char *name) {
+    if (!list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
+typedef struct shape {
+    const char *name;
+    size_t rows, cols;
+} shape;
+
+int main(int argc, char **argv) {
+    const char *types_arg = NULL, *isa_arg = NULL;
+    double min_time = 0.25;
+    int embed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--types") && i + 1 < argc) types_arg = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa_arg = argv[++i];
+        else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-embed")) embed = 0;
+        else {
+            fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    static const gm_dtype types[] = {GM_F32,  GM_F16,  GM_BF16, GM_Q4_0, GM_Q4_1, GM_Q5_0,
+                                     GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K};
+    static const char *isas[] = {"scalar", "avx2", "avx512"};
+    const shape shapes[2] = {{"270M embed 262144x640", 262144, 640}, {"1B layer 6912x1152", 6912, 1152}};
+    const size_t T = 64;
+    printf("dispatcher default: %s; single thread; best of runs >= %.2f s\n\n", gm_kernels_isa(), min_time);
+    printf("%-6s %-7s | %-22s %9s %12s | %-18s %9s %12s | %s\n", "type", "isa", "matvec", "GB/s", "rows/s", "matvec",
+           "GB/s", "rows/s", "matmul T=64 GFLOP/s");
+    float *x = malloc(T * 1152 * sizeof *x), *y = malloc(T * 262144 * sizeof *y);
+    for (size_t i = 0; i < T * 1152; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        gm_dtype t = types[ti];
+        const char *tname = gm_dtype_get(t)->name;
+        if (!listed(types_arg, tname)) continue;
+        size_t rb[2];
+        uint8_t *w[2] = {embed ? make_weights(t, shapes[0].rows, shapes[0].cols, &rb[0]) : NULL,
+                         make_weights(t, shapes[1].rows, shapes[1].cols, &rb[1])};
+        if ((embed && !w[0]) || !w[1]) {
+            fprintf(stderr, "out of memory for %s\n", tname);
+            return 1;
+        }
+        for (int ii = 0; ii < 3; ii++) {
+            const gm_kernel_ops *ops = gm_kernels_lookup(isas[ii]);
+            if (!ops || !listed(isa_arg, isas[ii])) continue;
+            printf("%-6s %-7s", tname, isas[ii]);
+            for (int si = 0; si < 2; si++) {
+                if (!w[si]) {
+                    printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
+                    continue;
+                }
+                double best = 1e30, start = now();
+                int runs = 0;
+                do {
+                    double t0 = now();
+                    ops->matvec(t, w[si], rb[si], shapes[si].rows, shapes[si].cols, x, y);
+                    double dt = now() - t0;
+                    if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best; /* first big run warms pages */
+                    runs++;
+                } while (now() - start < min_time || runs < 2);
+                double bytes = (double)rb[si] * (double)shapes[si].rows;
+                printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
+                       (double)shapes[si].rows / best);
+            }
+            double best = 1e30, start = now();
+            int runs = 0;
+            do {
+                double t0 = now();
+                ops->matmul(t, w[1], rb[1], shapes[1].rows, shapes[1].cols, x, T, y, shapes[1].rows);
+                double dt = now() - t0;
+                best = dt < best ? dt : best;
+                runs++;
+            } while (now() - start < min_time || runs < 2);
+            printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+            fflush(stdout);
+        }
+        free(w[0]);
+        free(w[1]);
+    }
+    free(x);
+    free(y);
+    return 0;
+}
