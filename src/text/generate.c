@@ -99,6 +99,8 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         }
         /* the seed's forbidden tokens: image markers are never sampled */
         if (V > GEMMA3_END_OF_IMAGE) logits[GEMMA3_START_OF_IMAGE] = logits[GEMMA3_END_OF_IMAGE] = -INFINITY;
+        /* embedding rows past the tokenizer's vocabulary (262208 vs 262144 in multimodal checkpoints) */
+        for (int i = tok ? gm_tokenizer_vocab_size(tok) : V; i < V; i++) logits[i] = -INFINITY;
         int32_t id = opt.pick ? opt.pick(opt.pick_ctx, logits, V) : argmax(logits, V);
         if (id < 0 || id >= V) {
             status = gm_fail(GM_ERR_STATE, "the sampler returned token %d outside the vocabulary", id);
