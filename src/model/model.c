@@ -44,9 +44,16 @@ static void load_worker(void *ctx, int i, int n) {
     load_job *j = ctx;
     gm_model *m = j->m;
     int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
-    gm_status st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
-                                  m->opt.cache_length);
-    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, &m->dev[i].w);
+    /* weights first: they check every shape against the config, so a config with absurd sizes (that the
+     * file's tensors do not back) is refused before activations are sized from it */
+    gm_device_weights w;
+    gm_status st = gm_weights_load(m->src, m->sharding, total, global, &w);
+    if (st == GM_OK) {
+        st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
+                            m->opt.cache_length);
+        if (st == GM_OK) m->dev[i].w = w;
+    }
+    if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
     if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
         snprintf(j->err[i], sizeof j->err[i], "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all",
