@@ -21,7 +21,11 @@ ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fail=1; }
 tmp=$(mktemp -d)
 mp=
-trap '[ -n "$mp" ] && { pkill -9 -P $mp 2>/dev/null; kill -9 $mp 2>/dev/null; }; rm -rf "$tmp"' EXIT
+children() { # pids whose parent is $1 (no procps needed)
+  local f
+  for f in /proc/[0-9]*/stat; do awk -v p="$1" '$4 == p { print $1 }' "$f" 2>/dev/null; done
+}
+trap '[ -n "$mp" ] && { for c in $(children $mp); do kill -9 $c; done; kill -9 $mp; } 2>/dev/null; rm -rf "$tmp"' EXIT
 CHAT=$FIX/hf_tiny_chat
 
 alive() { # a process that exists and is not a zombie (an exited rank whose parent is gone)
@@ -30,7 +34,7 @@ alive() { # a process that exists and is not a zombie (an exited rank whose pare
 
 rank_pid() { # rank_pid MPIRUN_PID RANK
   local p
-  for p in $(pgrep -P "$1"); do
+  for p in $(children "$1"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$p"; return; }
   done
 }
@@ -42,7 +46,7 @@ for victim in 1 0; do
   mp=$!
   for _ in $(seq 600); do [ "$(stat -c %s "$tmp/out" 2>/dev/null || echo 0)" -ge 20 ] && break; sleep 0.1; done
   [ "$(stat -c %s "$tmp/out")" -ge 20 ] && ok "$name: generating" || bad "$name: no output: $(head -c 600 "$tmp/err")"
-  others=$(pgrep -P $mp | tr '\n' ' ')
+  others=$(children $mp | tr '\n' ' ')
   pid=$(rank_pid $mp $victim)
   [ -n "$pid" ] && ok "$name: found rank $victim (pid $pid)" || bad "$name: rank $victim not found"
   [ -n "$pid" ] && kill -9 "$pid"
