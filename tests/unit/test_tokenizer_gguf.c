@@ -10,6 +10,18 @@
 #include "test_util.h"
 #include "tokenizer_fixture.h"
 
+/* time limits: sanitizer builds run several times slower */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOW 6.0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOW 6.0
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 1.0
+#endif
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -110,10 +122,15 @@ static void decode_pieces(const gm_tokenizer *tok) {
 static double time_encode(const gm_tokenizer *tok, const char *s, size_t len, bool utf8, size_t *n_out) {
     int32_t *ids = NULL;
     size_t n = 0;
-    double t0 = now_s();
-    gm_status st = gm_tokenizer_encode(tok, s, len, false, &ids, &n);
-    double dt = now_s() - t0;
-    CHECK(st == GM_OK, "encode of %zu bytes: %s", len, gm_last_error());
+    double dt = 1e30;
+    for (int rep = 0; rep < 2; rep++) { /* best of two: the machine is shared */
+        gm_free(ids);
+        double t0 = now_s();
+        gm_status st = gm_tokenizer_encode(tok, s, len, false, &ids, &n);
+        double t = now_s() - t0;
+        if (t < dt) dt = t;
+        CHECK(st == GM_OK, "encode of %zu bytes: %s", len, gm_last_error());
+    }
     /* the result must still be the input */
     char *text;
     size_t tl;
@@ -140,21 +157,22 @@ static void linear_time(const gm_tokenizer *tok) {
     double t_small = time_encode(tok, s, small, true, &n1), t_big = time_encode(tok, s, big, true, &n2);
     printf("no-space letters: %zu bytes %.3f s (%zu ids), %zu bytes %.3f s (%zu ids)\n", small, t_small, n1, big, t_big,
            n2);
-    CHECK(t_big < 3.0, "1 MB without spaces took %.2f s", t_big);
-    CHECK(t_big < 10 * t_small + 0.05, "not linear: %.3f s for 1 MB vs %.3f s for 256 KB", t_big, t_small);
+    CHECK(t_big < 3.0 * SLOW, "1 MB without spaces took %.2f s", t_big);
+    /* linear: ~4x (x2 for cache effects); quadratic would be 16x */
+    CHECK(t_big < 10 * t_small + 0.1, "not linear: %.3f s for 1 MB vs %.3f s for 256 KB", t_big, t_small);
     memset(s, 'a', big);
     double t_same = time_encode(tok, s, big, true, &n1);
     printf("1 MB of 'a': %.3f s (%zu ids)\n", t_same, n1);
-    CHECK(t_same < 3.0, "1 MB of one letter took %.2f s", t_same);
+    CHECK(t_same < 3.0 * SLOW, "1 MB of one letter took %.2f s", t_same);
     const char *han = "\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97"; /* 中文字 */
     for (size_t i = 0; i + 9 <= big; i += 9) memcpy(s + i, han, 9);
     double t_cjk = time_encode(tok, s, big / 9 * 9, true, &n1);
     printf("1 MB of CJK: %.3f s (%zu ids)\n", t_cjk, n1);
-    CHECK(t_cjk < 3.0, "1 MB of CJK took %.2f s", t_cjk);
+    CHECK(t_cjk < 3.0 * SLOW, "1 MB of CJK took %.2f s", t_cjk);
     for (size_t i = 0; i < big; i++) s[i] = (char)(0x80 + i % 64); /* all invalid UTF-8 */
     double t_bad = time_encode(tok, s, big, false, &n1);
     CHECK(n1 == big, "1 MB of invalid bytes: %zu ids, want one per byte", n1);
-    CHECK(t_bad < 3.0, "1 MB of invalid bytes took %.2f s", t_bad);
+    CHECK(t_bad < 3.0 * SLOW, "1 MB of invalid bytes took %.2f s", t_bad);
     free(s);
 }
 
