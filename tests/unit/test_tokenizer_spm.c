@@ -2,7 +2,7 @@
  * in tests/fixtures/tokenizer_spm_tiny, vs HF `tokenizers` running the tokenizer.json that the fixture
  * script builds from it the way Google's Gemma 3 tokenizer.json is built (tokenizer_spm_tiny_parity.jsonl);
  * then malformed protobuf files (truncated, bad lengths, bad varints, unsupported trainer settings). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memmem */
 #include <unistd.h>
 
 #include "gemma.h"
@@ -65,7 +65,96 @@ int main(void) {
     CHECK(f.n >= 400 && bad == 0, "%zu of %zu cases differ", bad, f.n);
     CHECK(dec_n >= 400 && dec_bad == 0, "%zu of %zu decodes differ", dec_bad, dec_n);
     tf_free(&f);
+
+    /* random bytes (NULs, invalid UTF-8, fragments of added pieces): encode never fails, and the raw bytes of
+     * the ids give the input back (the model's pieces hold no U+2581 that the input did not) */
+    uint32_t x = 99;
+    size_t rt_ok = 0, rt_n = 0;
+    const char *frag[] = {"<h1>", "</h1>", "\n\n", "<start_of_turn>", "<bos>", "<h", "  ", "\xe2\x96", "\xff"};
+    for (int it = 0; it < 3000; it++) {
+        char s[256];
+        size_t len = 0, want = (size_t)(x % 200);
+        while (len < want) {
+            x = x * 1664525u + 1013904223u;
+            if ((x >> 28) < 3) {
+                const char *fr = frag[(x >> 8) % 9];
+                size_t fl = strlen(fr);
+                if (len + fl > sizeof s) break;
+                memcpy(s + len, fr, fl);
+                len += fl;
+            } else {
+                s[len++] = (char)(x >> 20);
+            }
+        }
+        int32_t *ids;
+        size_t n;
+        if (gm_tokenizer_encode(tok, s, len, it & 1, &ids, &n) != GM_OK) {
+            CHECK(0, "random input %d: %s", it, gm_last_error());
+            continue;
+        }
+        char out[2048];
+        size_t m = 0;
+        bool control = false;
+        for (size_t i = 0; i < n; i++) {
+            size_t l;
+            const char *b = gm_tokenizer_token_bytes(tok, ids[i], &l);
+            control |= gm_tokenizer_is_control(tok, ids[i]);
+            if (m + l <= sizeof out) memcpy(out + m, b, l);
+            m += l;
+        }
+        if (!control && !memmem(s, len, "\xe2\x96\x81", 3)) {
+            rt_n++;
+            rt_ok += m == len && !memcmp(out, s, len);
+        }
+        char *text;
+        CHECK(gm_tokenizer_decode(tok, ids, n, &text) == GM_OK, "decode of random input %d", it);
+        gm_free(text);
+        gm_free(ids);
+    }
+    CHECK(rt_n > 1000 && rt_ok == rt_n, "raw round trip of random bytes: %zu/%zu", rt_ok, rt_n);
     gm_tokenizer_free(tok);
+
+    /* mutated copies of the model file: load must fail cleanly or succeed, never crash */
+    char mpath[1100];
+    snprintf(mpath, sizeof mpath, "%s/tokenizer.model", dir);
+    FILE *mf = fopen(mpath, "rb");
+    unsigned char *model = malloc(1 << 16);
+    size_t msz = fread(model, 1, 1 << 16, mf);
+    fclose(mf);
+    char tpath[128];
+    snprintf(tpath, sizeof tpath, "/tmp/gm_tok_spm_%d_mut.model", (int)getpid());
+    int loaded = 0, refused = 0;
+    for (int it = 0; it < 300; it++) {
+        unsigned char *m2 = malloc(msz);
+        memcpy(m2, model, msz);
+        size_t len2 = msz;
+        x = x * 1664525u + 1013904223u;
+        if (it % 3 == 0) len2 = x % msz; /* truncate */
+        for (int k = 0; k < 1 + it % 4; k++) {
+            x = x * 1664525u + 1013904223u;
+            m2[(x >> 8) % len2 ? (x >> 8) % len2 : 0] = (unsigned char)(x >> 24);
+        }
+        FILE *o = fopen(tpath, "wb");
+        fwrite(m2, 1, len2, o);
+        fclose(o);
+        gm_tokenizer *t2;
+        if (gm_tokenizer_load(tpath, &t2) == GM_OK) {
+            loaded++;
+            int32_t *ids;
+            size_t n;
+            CHECK(gm_tokenizer_encode(t2, "Hello <h1> world\xff", 18, true, &ids, &n) == GM_OK, "mutant encode");
+            gm_free(ids);
+            gm_tokenizer_free(t2);
+        } else {
+            refused++;
+            CHECK(strlen(gm_last_error()) > 10, "mutant %d: empty message", it);
+        }
+        free(m2);
+    }
+    unlink(tpath);
+    free(model);
+    printf("mutated tokenizer.model: %d loaded, %d refused\n", loaded, refused);
+    CHECK(refused > 0, "no mutant refused");
 
     /* malformed protobufs */
     const unsigned char truncated[] = {0x0A, 0x20, 0x0A, 0x03, 'a'};                 /* piece length past the end */
