@@ -37,7 +37,8 @@ static bool has_decode_disagreement(const gm_tokenizer *tok, const tf_file *f, c
 }
 
 static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const char *label) {
-    size_t mismatches = 0, compared = 0, dec_compared = 0, dec_mismatch = 0, raw_ok = 0, raw_checked = 0;
+    size_t mismatches = 0, compared = 0, dec_compared = 0, dec_mismatch = 0, raw_ok = 0, raw_checked = 0, rt_ok = 0,
+           rt_n = 0;
     for (size_t k = 0; k < f->n; k++) {
         const tf_case *c = &f->cases[k];
         if (gguf && c->no_gguf) continue;
@@ -61,6 +62,19 @@ static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const c
                 memcmp(text, c->dec, tl)) {
                 if (dec_mismatch++ < 5) fprintf(stderr, "%s decode mismatch case %zu: \"%.60s\"\n", label, k, text);
             }
+            gm_free(text);
+        }
+        /* decode(encode(s)) == s for valid UTF-8 (has "dec") without control tokens or a literal U+2581 */
+        bool ctl = false;
+        for (size_t i = 0; i < n; i++) ctl |= gm_tokenizer_is_control(tok, ids[i]);
+        if (c->dec && !ctl && !memmem(c->text, c->len, "\xe2\x96\x81", 3)) {
+            char *text;
+            size_t tl;
+            rt_n++;
+            if (gm_tokenizer_decode_len(tok, ids, n, &text, &tl) == GM_OK && tl == c->len && !memcmp(text, c->text, tl))
+                rt_ok++;
+            else
+                fprintf(stderr, "%s: decode(encode(s)) != s, case %zu\n", label, k);
             gm_free(text);
         }
         /* raw round trip through token_bytes (invalid UTF-8 and NUL included), when no control token */
@@ -91,6 +105,8 @@ static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const c
     CHECK(dec_compared >= 300 && dec_mismatch == 0, "%s: decode: %zu mismatches of %zu", label, dec_mismatch,
           dec_compared);
     CHECK(raw_checked >= 400 && raw_ok == raw_checked, "%s: raw round trip %zu/%zu", label, raw_ok, raw_checked);
+    printf("%s: decode(encode(s)) == s for %zu/%zu valid strings\n", label, rt_ok, rt_n);
+    CHECK(rt_n >= 400 && rt_ok == rt_n, "%s: decode(encode(s)) == s for %zu/%zu", label, rt_ok, rt_n);
 }
 
 static void decode_pieces(const gm_tokenizer *tok) {
