@@ -129,6 +129,8 @@ int gm_model_rank(const gm_model *m);         /* MPI rank (0 when not under MPI)
 int gm_model_ranks(const gm_model *m);
 /* Bytes of weights this process holds (all its devices) and the plan, for `gemma info`/`bench`. */
 uint64_t gm_model_weight_bytes(const gm_model *m);
+/* Bytes of activation scratch this process holds (all its devices). */
+uint64_t gm_model_activation_bytes(const gm_model *m);
 typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
 gm_comm_counters gm_model_comm_counters(const gm_model *m);
 void gm_model_reset_comm_counters(gm_model *m);
@@ -143,6 +145,7 @@ void gm_session_reset(gm_session *s);
 int gm_session_position(const gm_session *s);   /* tokens in the cache */
 int gm_session_capacity(const gm_session *s);   /* cache_length */
 gm_model *gm_session_model(const gm_session *s);
+uint64_t gm_session_kv_bytes(const gm_session *s);   /* KV cache bytes this process holds for the session */
 /* Append n tokens at the current position. logits_last [V] (may be NULL) receives the last position's
  * logits; logits_all [n][V] (may be NULL) every position's. GM_ERR_RANGE (nothing appended) when the
  * tokens do not fit the cache. Under MPI only rank 0 calls this; other ranks run gm_model_serve. */

@@ -30,6 +30,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
                       (size_t)threads * (size_t)cache_length, H / 2, H / 2};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
+        d->activation_bytes += sizes[i] * sizeof(float) + 64;
         if (!*bufs[i]) {
             gm_device_free(d);
             return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of activations", global,

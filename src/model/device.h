@@ -39,6 +39,7 @@ typedef struct gm_device {
     float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
     float *scores;              /* [cache_length] per thread: [threads][cache_length] */
     int cache_length;
+    uint64_t activation_bytes;
 } gm_device;
 
 gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,

@@ -70,6 +70,12 @@ int gm_session_position(const gm_session *s) { return s->pos; }
 int gm_session_capacity(const gm_session *s) { return s->model->opt.cache_length; }
 gm_model *gm_session_model(const gm_session *s) { return s->model; }
 
+uint64_t gm_session_kv_bytes(const gm_session *s) {
+    uint64_t b = 0;
+    for (int i = 0; i < s->model->n_local; i++) b += s->kv[i].bytes;
+    return b;
+}
+
 typedef struct fwd_job {
     gm_model *m;
     gm_session *s;
