@@ -20,6 +20,12 @@
  * Prefetching past the end of a matrix is harmless (prefetches never fault). */
 enum { GM_PREFETCH_BYTES = 4096 };
 
+/* Prefetch the `bytes` (a compile-time constant after inlining) starting GM_PREFETCH_BYTES past p,
+ * one request per cache line; consecutive calls on adjacent spans cover every line. */
+GM_AI void prefetch_ahead(const uint8_t *p, int bytes) {
+    for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + GM_PREFETCH_BYTES + o, _MM_HINT_T0);
+}
+
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values
  * 16j .. 16j+15 have scale s[j]; 32-value types: s[0] (and o[0] for Q4_1 / Q5_1). */
 typedef struct qstate {
