@@ -40,6 +40,15 @@ typedef struct gm_device {
     float *scores;              /* [cache_length] per thread: [threads][cache_length] */
     int cache_length;
     uint64_t activation_bytes;
+    /* the tokens of the current step: position and KV cache of each (one sequence, or batch rows) */
+    int tok_pos[GM_PREFILL_CHUNK];
+    gm_kv_cache *tok_kv[GM_PREFILL_CHUNK];
+    /* rows mode (batched prompts split by rows over devices): device g holds rows
+     * [rows_off[g], rows_off[g+1]) of the rows_total tokens of this step */
+    bool rows_mode;
+    int rows_total;
+    size_t rows_off[GM_MAX_DEVICES + 1];
+    float *xa, *ya;             /* [GM_PREFILL_CHUNK][max(D, F, N*H)] all devices' rows */
 } gm_device;
 
 gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
