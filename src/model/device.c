@@ -332,3 +332,68 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
     }
     return GM_OK;
 }
+
+/* ---- rows mode: one step of batched generation, each device with its own rows ---- */
+
+/* Each device says how many items it has; off[g] .. off[g+1] become device g's items in a gathered buffer. */
+static gm_status gather_counts(gm_device *d, int n, size_t *off) {
+    float counts[GM_MAX_DEVICES];
+    size_t one[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) one[g] = (size_t)g;
+    counts[d->global] = (float)n;
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, counts, one));
+    off[0] = 0;
+    for (int g = 0; g < d->n_devices; g++) off[g + 1] = off[g] + (size_t)counts[g];
+    return GM_OK;
+}
+
+gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *pos, gm_kv_cache *const *kv, int T,
+                              const int *logit_rows, int n_logits, float *logits, int *n_logits_all) {
+    const gm_config *c = d->cfg;
+    size_t D = (size_t)c->d_model, V = (size_t)c->vocab_size;
+    if (T > GM_PREFILL_CHUNK) return gm_fail(GM_ERR_ARG, "rows step of %d tokens (at most %d)", T, GM_PREFILL_CHUNK);
+    d->rows_mode = true;
+    gm_status st = gather_counts(d, T, d->rows_off);
+    d->rows_total = (int)d->rows_off[d->n_devices];
+    if (st == GM_OK && d->rows_total > GM_PREFILL_CHUNK)
+        st = gm_fail(GM_ERR_ARG, "rows step of %d tokens over all devices (at most %d)", d->rows_total, GM_PREFILL_CHUNK);
+    if (st == GM_OK && d->rows_total > 0) {
+        /* token ids travel as float bit patterns: the gather copies bytes */
+        float *tokf = d->pack;
+        memcpy(tokf + d->rows_off[d->global], tokens, (size_t)T * sizeof *tokens);
+        st = gm_comm_all_gather(d->comm, d->local, tokf, d->rows_off);
+        int32_t all_tokens[GM_PREFILL_CHUNK];
+        memcpy(all_tokens, tokf, (size_t)d->rows_total * sizeof *all_tokens);
+        if (st == GM_OK) st = embed(d, all_tokens, d->rows_total, d->xa);
+        if (st == GM_OK) memcpy(d->x, d->xa + d->rows_off[d->global] * D, (size_t)T * D * sizeof(float));
+        for (int t = 0; t < T; t++) {
+            d->tok_pos[t] = pos[t];
+            d->tok_kv[t] = kv[t];
+        }
+        for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T);
+    }
+    /* logits of the requested rows: gather their final hidden states, one vocabulary product each */
+    size_t loff[GM_MAX_DEVICES + 1];
+    if (st == GM_OK) st = gather_counts(d, n_logits, loff);
+    int total = st == GM_OK ? (int)loff[d->n_devices] : 0;
+    if (st == GM_OK && total > GM_PREFILL_CHUNK) st = gm_fail(GM_ERR_ARG, "%d logit rows in one step", total);
+    if (st == GM_OK && total > 0) {
+        size_t hoff[GM_MAX_DEVICES + 1];
+        for (int g = 0; g <= d->n_devices; g++) hoff[g] = loff[g] * D;
+        for (int i = 0; i < n_logits; i++)
+            gm_rmsnorm(d->xa + (loff[d->global] + (size_t)i) * D, d->x + (size_t)logit_rows[i] * D, d->w.final_norm, D,
+                       c->rms_eps);
+        st = gm_comm_all_gather(d->comm, d->local, d->xa, hoff);
+        for (int i = 0; st == GM_OK && i < total; i++) {
+            bool mine = (size_t)i >= loff[d->global] && (size_t)i < loff[d->global + 1];
+            /* rows of other devices still take part in the product; their result lands in the spare row */
+            float *dst = logits + (mine ? (size_t)i - loff[d->global] : (size_t)n_logits) * V;
+            st = linear(d, &d->w.embed, d->xa + (size_t)i * D, 1, dst);
+            if (st == GM_OK && mine && c->final_softcap > 0)
+                for (size_t k = 0; k < V; k++) dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+        }
+    }
+    if (n_logits_all) *n_logits_all = total;
+    d->rows_mode = false;
+    return st;
+}

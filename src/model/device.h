@@ -64,4 +64,12 @@ void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
 gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
                             float *logits_all, size_t all_stride);
 
+/* Rows mode, one step: this device runs T tokens of its own rows (token t at pos[t] in cache kv[t]);
+ * the projections are shared with the other devices, which may hold any number of tokens (0 too).
+ * Then the final logits of this device's rows logit_rows[0..n_logits) go to logits [n_logits][V]
+ * (the buffer needs one spare [V] row at the end). *n_logits_all: logit rows over all devices. Every
+ * device of the mesh must call this the same number of times. */
+gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *pos, gm_kv_cache *const *kv, int T,
+                              const int *logit_rows, int n_logits, float *logits, int *n_logits_all);
+
 #endif

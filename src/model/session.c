@@ -146,6 +146,8 @@ gm_status gm_model_serve(gm_model *m) {
             st = gm_session_create_local(m, c.session, &s);
         } else if (c.op == GM_CMD_SESSION_FREE) {
             if (c.session >= 0 && c.session < GM_MAX_SESSIONS) gm_session_destroy_local(m->sessions[c.session]);
+        } else if (c.op == GM_CMD_BATCH) {
+            st = gm_batch_serve(m, &c);
         } else if (c.op == GM_CMD_FORWARD) {
             if (c.n < 1 || c.session < 0 || c.session >= GM_MAX_SESSIONS || !m->sessions[c.session]) {
                 st = gm_fail(GM_ERR_COMM, "rank %d: malformed command from rank 0", m->rank);
