@@ -11,6 +11,10 @@ top-1 before and after position 512 (where the sliding window starts to matter).
 Run it with a venv holding llama-cpp-python (it compiles llama.cpp; see tests/fixtures/README.md):
   /work/venv-llamacpp/bin/python tests/reference/gen_llamacpp_refs.py --model /work/models/gemma-3-270m-q4_k_m.gguf
 
+With --random-dir DIR it instead runs the f32 random-weight GGUFs (written first with make_random_gguf.py as
+DIR/random-{1b,4b,27b}-f32.gguf) and writes tests/fixtures/gemma3_random/llamacpp.json: how far llama.cpp is
+from the transformers logits of random.json.
+
 llama.cpp's "extra buffer types" (AMX tiles and CPU weight repacking) are switched off: on this Sapphire
 Rapids-class CPU its AMX matmul crashes (SIGSEGV in ggml_backend_amx_mul_mat), and the plain path is the one
 every x86 CPU runs.
@@ -61,11 +65,52 @@ def run(llm, ids, n_new):
     return prompt_logits, out
 
 
+def random_models(random_dir, fixtures):
+    """llama.cpp on the random-weight GGUFs (f32 files, f32 KV cache) vs the transformers logits."""
+    import hashlib
+
+    ref = json.load(open(os.path.join(fixtures, "random.json")))
+    doc = {
+        "about": "llama.cpp (llama-cpp-python, f32 KV cache, no extra buffer types) on the f32 GGUFs of "
+                 "make_random_gguf.py vs the transformers logits in random.json. See tests/fixtures/README.md.",
+        "generator": "tests/reference/gen_llamacpp_refs.py --random-dir DIR",
+        "versions": {"llama_cpp_python": llama_cpp.__version__}, "shapes": {},
+    }
+    for shape, info in ref["shapes"].items():
+        path = os.path.join(random_dir, f"random-{shape}-f32.gguf")
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                h.update(chunk)
+        assert h.hexdigest() == info["sha256"]["f32"], f"{path}: not the file random.json was made from"
+        llm = open_model(path, GGML_TYPE_F32)
+        recs = []
+        for seq in info["sequences"]:
+            logits, _ = run(llm, seq["ids"], 1)
+            want = np.fromfile(os.path.join(fixtures, seq["logits_file"]), dtype="<f4", offset=48)
+            d = np.abs(logits - want.reshape(logits.shape))
+            recs.append({"n_tokens": len(seq["ids"]), "max_abs_diff": gmref.f32(d.max()),
+                         "argmax_agree": int((logits.argmax(-1) == np.array(seq["argmax"])).sum())})
+            print(f"random {shape} T={len(seq['ids'])}: max|d| {recs[-1]['max_abs_diff']}")
+        doc["shapes"][shape] = recs
+        del llm
+    with open(os.path.join(fixtures, "llamacpp.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="/work/models/gemma-3-270m-q4_k_m.gguf")
     ap.add_argument("--fixtures", default=os.path.join(os.path.dirname(__file__), "../fixtures/gemma3_270m"))
+    ap.add_argument("--random-dir", help="instead: compare llama.cpp with the random-model references; DIR holds "
+                    "random-{1b,4b,27b}-f32.gguf written by make_random_gguf.py")
+    ap.add_argument("--random-fixtures",
+                    default=os.path.join(os.path.dirname(__file__), "../fixtures/gemma3_random"))
     args = ap.parse_args()
+    if args.random_dir:
+        random_models(args.random_dir, args.random_fixtures)
+        return
     ref = json.load(open(os.path.join(args.fixtures, "prompts.json"), encoding="utf-8"))
     n_new = ref["greedy_steps"]
     doc = {

@@ -46,6 +46,20 @@ def read_gguf(path):
     return f, tensors
 
 
+def compare_bf16_file(path, tensors):
+    """Checks, one tensor at a time, that the bf16 file holds the same values as the f32 one."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    r = GGUFReader(path)
+    assert [t.name for t in r.tensors] == list(tensors)
+    for t in r.tensors:
+        v = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(tensors[t.name].shape)
+        assert np.array_equal(v, tensors[t.name]), f"{t.name} differs between the f32 and bf16 files"
+    return {k: v.contents() for k, v in r.fields.items() if not k.startswith("tokenizer.ggml.t")
+            and not k.startswith("tokenizer.ggml.s")}
+
+
 def config_from_meta(f):
     pattern = f["gemma3.attention.sliding_window_pattern"]
     n = int(f["gemma3.block_count"])
@@ -68,6 +82,47 @@ def config_from_meta(f):
     if qpas is not None:
         assert float(int(qpas)) == float(qpas)
     return kw
+
+
+def sensitivity(kw, tensors, ids, model):
+    """Largest |logit change| over all positions of `ids` when one detail of the model is wrong: shows which
+    test tolerance still catches each bug (and that the fixture exercises the detail at all)."""
+    import torch
+
+    with torch.no_grad():
+        ref = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
+    variants = {
+        "window_minus_1": dict(sliding_window=kw["sliding_window"] - 1),
+        "window_plus_1": dict(sliding_window=kw["sliding_window"] + 1),
+        "no_window": dict(sliding_window=10 ** 6),
+        "local_rope_base_1e6": dict(rope_local=1e6),
+        "global_rope_base_1e4": dict(rope_global=1e4),
+        "all_layers_sliding": dict(layer_types=["sliding_attention"] * kw["n_layers"]),
+        "eps_1e-5": dict(eps=1e-5),
+    }
+    if kw["rope_scale"]:
+        variants["no_rope_scaling"] = dict(rope_scale=None)
+    else:
+        variants["rope_scaling_8"] = dict(rope_scale=8.0)
+    if kw["query_pre_attn_scalar"]:
+        variants["query_scalar_head_dim"] = dict(query_pre_attn_scalar=kw["head_dim"])
+    else:
+        variants["query_scalar_d_over_heads"] = dict(query_pre_attn_scalar=kw["d_model"] // kw["n_heads"])
+    out = {}
+    for label, change in variants.items():
+        m = gmref.build_hf_model(gmref.hf_text_config(**{**kw, **change}), tensors)
+        with torch.no_grad():
+            lg = m(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
+        out[label] = gmref.f32((lg - ref).abs().max())
+        del m
+    # GELU exact (erf) instead of the tanh approximation.
+    cfg = gmref.hf_text_config(**kw)
+    cfg.hidden_activation = "gelu"
+    m = gmref.build_hf_model(cfg, tensors)
+    with torch.no_grad():
+        out["gelu_erf_instead_of_tanh"] = gmref.f32(
+            (m(input_ids=torch.tensor([ids]), use_cache=False).logits[0] - ref).abs().max())
+    return {"sequence_length": len(ids), "max_abs_logit_change": out}
 
 
 def main():
@@ -110,17 +165,14 @@ def main():
             if want != shas[dt]:
                 print(f"WARNING {shape}/{dt}: sha256 {shas[dt]} != table {want}: update EXPECTED_SHA256")
         meta, tensors = read_gguf(files["f32"])
-        _, t_bf16 = read_gguf(files["bf16"])
-        for k, v in tensors.items():
-            assert np.array_equal(v, t_bf16[k]), f"{shape}: {k} differs between the f32 and bf16 files"
-        del t_bf16
+        meta_bf16 = compare_bf16_file(files["bf16"], tensors)
+        assert meta_bf16 == {**meta, "general.file_type": 32}, f"{shape}: metadata differs between the files"
         # The values are the generator's (guards against a reader/writer mix-up).
         for name, arr in mrg.iter_tensors(shape):
             assert np.array_equal(arr, tensors[name]), name
         kw = config_from_meta(meta)
         cfg = gmref.hf_text_config(**kw)
         model = gmref.build_hf_model(cfg, tensors)
-        del tensors
         recs = []
         for ids in seqs:
             with torch.no_grad():
@@ -137,7 +189,8 @@ def main():
             "sha256": shas, "file_bytes": {dt: os.path.getsize(p) for dt, p in files.items()},
             "sequences": recs,
         }
-        del model
+        doc["shapes"][shape]["sensitivity"] = sensitivity(kw, tensors, seqs[-1], model)
+        del model, tensors
         if not args.keep:
             for p in files.values():
                 os.remove(p)

@@ -43,8 +43,14 @@ SHAPES = {
                 rope_scale=8.0, query_pre_attn_scalar=168.0),
 }
 
-# sha256 of the files this script writes (numpy 2.4.6, gguf 0.19.0). Filled in by --record.
+# sha256 of the files this script writes (numpy 2.4.6, gguf 0.19.0); also in tests/fixtures/gemma3_random/random.json.
 EXPECTED_SHA256 = {
+    ("1b", "f32"): "442529391cf42684060e37383fc902674f8a9317d4434b620e3e1644357b8858",
+    ("1b", "bf16"): "0938643923c845e6cd39ba52fc042e7ac40f85a2b2280ed53d824dedcc8a4fec",
+    ("4b", "f32"): "85dd2a325639027ada205badbb0b8875e9dffea10d56308afb69ba5a2ce582f8",
+    ("4b", "bf16"): "523b14408da69120d4fca9710dfb6bd7da03d1a0df73d030e3c69a43aac4683b",
+    ("27b", "f32"): "f260e8e166cb1f99030f60788f39397024023e80e2380de323ff98d1a04a3239",
+    ("27b", "bf16"): "107e2fc22c131112437c74401b2dfcc90b422211d0a593979f6f18408cb916f9",
 }
 
 
