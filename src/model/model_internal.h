@@ -33,7 +33,7 @@ struct gm_model {
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
 enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };
 typedef struct gm_cmd {
-    int32_t op, session, n, pos0, want_all;
+    int32_t op, session, n, pos0, want_all, want_last;
 } gm_cmd;
 
 gm_status gm_model_send_cmd(gm_model *m, const gm_cmd *cmd, const int32_t *tokens);

@@ -138,7 +138,9 @@ int main(void) {
     float *logits = malloc((size_t)gm_model_config(m)->vocab_size * sizeof *logits);
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItem(fx, "prompts")) check_prompt(m, p, logits);
-    check_long(m, cJSON_GetObjectItem(fx, "long"));
+    /* every position of 762 tokens is 762 full-vocabulary products: minutes under ASan, whose stage is
+     * about memory errors; the Release stage checks the numbers */
+    if (!getenv("GM_SANITIZED") || atoi(getenv("GM_SANITIZED")) == 0) check_long(m, cJSON_GetObjectItem(fx, "long"));
     free(logits);
     gm_model_free(m);
     cJSON_Delete(fx);
