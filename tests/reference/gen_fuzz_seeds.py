@@ -316,6 +316,7 @@ def cli_seeds():
     put(d, "tokenize", z.join([b"\x03", b"--bos", b"--json"]) + b"\x01\x01text <bos> \xf0\x9f\x98\x80\n")
     put(d, "detokenize", z.join([b"\x04", b"2", b"300", b"960", b"961", b"962", b"-1", b"x"]))
     put(d, "usage", z.join([b"\x00", b"--top-k", b"0", b"--temperature", b"nan"]))
+    put(d, "batch", z.join([b"\x00", b"--batch", b"ignored"]) + b"\x01\x01first prompt\n\nsecond \xff prompt\n<bos>third")
 
 
 def main():
