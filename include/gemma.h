@@ -277,6 +277,80 @@ gm_status gm_plot_logits_png(const char *path, const int32_t *ids, const char *c
 gm_status gm_plot_logits_text(const int32_t *ids, const char *const *labels, const double *probs, size_t n,
                               int bar_width, char **text);
 
+/* ================================================================ training (src/train/)
+ *
+ * Fine-tuning in f32 (master weights dequantized from any source type) with a hand-written backward,
+ * FSDP (ZeRO-3) over the in-process devices and MPI ranks of the mesh: each device holds 1/N of the
+ * weights, gradients and optimizer state; a layer's weights are all-gathered before its forward and
+ * again before its backward, its gradients reduce-scattered after; the batch is split by examples.
+ * Under mpirun EVERY rank makes the same calls with the same batches (SPMD); only rank 0 writes files. */
+
+typedef enum gm_optimizer { GM_OPT_ADAMW = 0, GM_OPT_ADAFACTOR } gm_optimizer;
+
+typedef struct gm_train_options {
+    int devices;              /* in-process devices (each a thread with its share of the state); default 1 */
+    int threads_per_device;   /* default 1 */
+    bool use_mpi;             /* join the MPI world when launched by mpirun (default true) */
+    int lora_rank;            /* 0: full fine-tuning; r > 0: adapters on q,k,v,o,gate,up,down, base frozen */
+    double lora_alpha;        /* adapters are scaled by alpha / rank; default 2 * rank (when 0) */
+    gm_optimizer optimizer;   /* default AdamW */
+    double lr;                /* default 1e-4 */
+    double beta1, beta2, eps; /* AdamW: 0.9, 0.999, 1e-8 (torch.optim.AdamW's defaults) */
+    double weight_decay;      /* AdamW, decoupled: default 0; norms decay towards 1 + 0 (their HF value w -> 0) */
+    double clip_norm;         /* clip the global gradient norm to this; 0 = off (default) */
+    uint64_t seed;            /* LoRA A initialisation */
+} gm_train_options;
+
+/* One training sequence: predicting tokens[i + 1] from tokens[0..i] counts where loss_mask[i] != 0. */
+typedef struct gm_train_example {
+    const int32_t *tokens;    /* [n], n >= 2 */
+    const uint8_t *loss_mask; /* [n - 1], NULL = every position */
+    int n;
+} gm_train_example;
+
+typedef struct gm_train_stats {
+    double loss;              /* masked mean cross-entropy of the batch, before the update */
+    double grad_norm;         /* global L2 norm of the gradient, before clipping */
+    int64_t tokens;           /* input positions of the batch */
+    int64_t loss_tokens;      /* positions that counted */
+    double seconds;
+} gm_train_stats;
+
+typedef struct gm_train_memory {
+    uint64_t params, grads, optimizer; /* this device's shards */
+    uint64_t gathered;                 /* full-size buffers for gathered weights and unreduced gradients */
+    uint64_t activations;              /* saved activations and scratch */
+    uint64_t total;
+} gm_train_memory;
+
+typedef struct gm_trainer gm_trainer;
+
+void gm_train_options_default(gm_train_options *o);
+/* Reads only this device's shards of each tensor (a GGUF file or a Hugging Face folder). */
+gm_status gm_trainer_create(const char *model_path, const gm_train_options *o, gm_trainer **out);
+void gm_trainer_free(gm_trainer *t);
+const gm_config *gm_trainer_config(const gm_trainer *t);
+const gm_tokenizer *gm_trainer_tokenizer(const gm_trainer *t); /* NULL when the model has none */
+int gm_trainer_devices(const gm_trainer *t);   /* the whole mesh */
+int gm_trainer_rank(const gm_trainer *t);
+int gm_trainer_ranks(const gm_trainer *t);
+int64_t gm_trainer_steps_done(const gm_trainer *t);
+uint64_t gm_trainer_param_count(const gm_trainer *t, bool trainable_only);
+gm_train_memory gm_trainer_memory(const gm_trainer *t, int local_device);
+/* One optimizer step on a batch of n examples (split over the devices). GM_ERR_RANGE naming the step
+ * when the loss or the gradient is NaN/Inf: the weights and optimizer state are then left unchanged. */
+gm_status gm_trainer_step(gm_trainer *t, const gm_train_example *batch, int n, gm_train_stats *stats);
+/* Forward only: sum of -log p over the counted positions, and their number. */
+gm_status gm_trainer_eval(gm_trainer *t, const gm_train_example *batch, int n, double *loss_sum, int64_t *count);
+/* Checkpoint into dir (created if needed): config.json + model.safetensors in Hugging Face layout (norms
+ * stored as w, LoRA merged into the weights, f32) that gm_model_load reads, the tokenizer, and
+ * trainer_state.json + optimizer.safetensors (+ adapter.safetensors with LoRA) to resume from, on any
+ * device count. Each file is written to a temporary name and renamed; on error the previous checkpoint
+ * in dir is left as it was. */
+gm_status gm_trainer_save(gm_trainer *t, const char *dir);
+/* Continue from a checkpoint written by gm_trainer_save for the same model and options. */
+gm_status gm_trainer_resume(gm_trainer *t, const char *dir);
+
 #ifdef __cplusplus
 }
 #endif

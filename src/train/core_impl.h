@@ -592,7 +592,7 @@ void SFX(gm_tr_head)(ctx_t *c, const REAL *E, REAL *gE, const REAL *final_norm, 
                      const REAL *x, REAL *dx, double *loss_sum) {
     const gm_config *cfg = c->cfg;
     size_t D = (size_t)cfg->d_model, V = (size_t)cfg->vocab_size;
-    memset(dx, 0, (size_t)b->T * D * sizeof(REAL));
+    if (dx) memset(dx, 0, (size_t)b->T * D * sizeof(REAL));
     size_t M = 0;
     int *rows = c->hrows;
     int32_t *targets = c->htarg;
@@ -610,12 +610,14 @@ void SFX(gm_tr_head)(ctx_t *c, const REAL *E, REAL *gE, const REAL *final_norm, 
         mm(c, false, true, mc, V, D, 1, xf + m0 * D, D, E, D, 0, c->logits, V);
         ce_job cj = {c->logits, targets + m0, V, (REAL)b->inv_count, row_loss + m0};
         par_for(c, mc, ce_rows, &cj);
+        if (!dx) continue; /* loss only */
         mm(c, false, false, mc, D, V, 1, c->logits, V, E, D, 0, dxf + m0 * D, D);
         if (gE) mm(c, true, false, V, D, mc, 1, c->logits, V, xf + m0 * D, D, 1, gE, D);
     }
     double sum = 0;
     for (size_t i = 0; i < M; i++) sum += row_loss[i];
     *loss_sum = sum;
+    if (!dx) return;
     memset(dxg, 0, M * D * sizeof(REAL));
     rms_bwd(c, dxg, g_final_norm, dxf, xg, c->rf, final_norm, M, D);
     for (size_t i = 0; i < M; i++) memcpy(dx + (size_t)rows[i] * D, dxg + i * D, D * sizeof(REAL));

@@ -81,7 +81,7 @@ void SFX(gm_tr_layer_bwd)(SFX(gm_tr_ctx) *c, int l, const SFX(gm_tr_layer) *w, S
                           const gm_tr_batch *b, const REAL *x_in, const SFX(gm_tr_acts) *a, REAL *dx);
 /* Final norm, tied output and masked cross-entropy, forward and backward at once: *loss_sum gets
  * sum over loss positions of -log p(target) (not normalised); dx [T][D] = d (loss_sum * inv_count) / d x
- * (zero at positions without loss); gE (may be NULL) and g_norm accumulate. */
+ * (zero at positions without loss); gE (may be NULL) and g_norm accumulate. dx NULL: the loss only. */
 void SFX(gm_tr_head)(SFX(gm_tr_ctx) *c, const REAL *E, REAL *gE, const REAL *final_norm, REAL *g_final_norm,
                      const gm_tr_batch *b, const REAL *x, REAL *dx, double *loss_sum);
 
