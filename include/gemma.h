@@ -351,6 +351,33 @@ gm_status gm_trainer_save(gm_trainer *t, const char *dir);
 /* Continue from a checkpoint written by gm_trainer_save for the same model and options. */
 gm_status gm_trainer_resume(gm_trainer *t, const char *dir);
 
+/* ---- training data: JSONL, one example per line ----
+ *   {"prompt": "...", "response": "..."}  formatted like the seed's Seq2SeqTask:
+ *       <bos><start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n  (no loss) then
+ *       {response}<end_of_turn>                                                 (loss)
+ *   {"text": "..."}                       <bos>{text}, loss on every token
+ * Blank lines are ignored. A malformed line (not JSON, not an object, missing or non-string fields, nothing to
+ * learn) is reported as "FILE:LINE: why" through warn and skipped, or with strict makes the load fail with that
+ * message. Examples longer than seq_len tokens are cut to seq_len and counted; one left with no response token
+ * after the cut is reported and skipped (even with strict). */
+typedef struct gm_dataset gm_dataset;
+typedef void (*gm_warn_fn)(void *user, const char *message);
+typedef struct gm_dataset_options {
+    int seq_len;              /* default 512 */
+    bool strict;
+    gm_warn_fn warn;          /* NULL: messages are only counted */
+    void *user;
+} gm_dataset_options;
+typedef struct gm_dataset_summary {
+    int64_t lines, examples, blank, malformed, truncated, no_loss, tokens, loss_tokens;
+} gm_dataset_summary;
+
+gm_status gm_dataset_load(const char *path, const gm_tokenizer *tok, const gm_dataset_options *o, gm_dataset **out);
+void gm_dataset_free(gm_dataset *d);
+size_t gm_dataset_size(const gm_dataset *d);
+const gm_train_example *gm_dataset_get(const gm_dataset *d, size_t i);
+gm_dataset_summary gm_dataset_summary_of(const gm_dataset *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
  * defines GEMM_MR, GEMM_NR, GEMM_NAME (the function to define) and
  *     static void ukernel(size_t kc, const float *a, const float *b, float *C, size_t ldc, float alpha, float beta,
  *                         int m, int n);
+ * (and, with GEMM_CUSTOM_PACK, its own pack_a / pack_b with the signatures below)
  * which computes an MR x NR tile from packed panels (a: [kc][MR], b: [kc][NR]) and stores
  * C = alpha * tile + beta * C (beta 0: C not read) for its first m rows and n columns.
  *
@@ -15,6 +16,7 @@
 
 static inline size_t gb_min(size_t a, size_t b) { return a < b ? a : b; }
 
+#ifndef GEMM_CUSTOM_PACK
 /* A[ic.., pc..] (mc x kc of op(A)) -> panels of MR rows: Ap[p * MR * kc + k * MR + i]. */
 static void pack_a(bool ta, const float *A, size_t lda, size_t ic, size_t pc, size_t mc, size_t kc, float *Ap) {
     for (size_t p = 0; p < mc; p += GEMM_MR) {
@@ -60,6 +62,8 @@ static void pack_b(bool tb, const float *B, size_t ldb, size_t pc, size_t jc, si
         }
     }
 }
+
+#endif
 
 void GEMM_NAME(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda, const float *B,
                size_t ldb, float beta, float *C, size_t ldc, float *work) {
