@@ -350,6 +350,7 @@ int gm_trainer_devices(const gm_trainer *t) { return t->P; }
 int gm_trainer_rank(const gm_trainer *t) { return t->rank; }
 int gm_trainer_ranks(const gm_trainer *t) { return t->n_ranks; }
 int64_t gm_trainer_steps_done(const gm_trainer *t) { return t->step; }
+int64_t gm_trainer_examples_seen(const gm_trainer *t) { return t->examples_seen; }
 
 uint64_t gm_trainer_param_count(const gm_trainer *t, bool trainable_only) {
     uint64_t n = 0;
@@ -540,6 +541,7 @@ gm_status gm_trainer_step(gm_trainer *t, const gm_train_example *batch, int n, g
     int64_t count, tokens;
     GM_TRY(run_step(t, batch, n, 0, &j, &count, &tokens));
     t->step++;
+    t->examples_seen += n;
     if (stats) {
         stats->loss = j.loss_sum / (double)count;
         stats->grad_norm = j.grad_norm;

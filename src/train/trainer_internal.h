@@ -68,7 +68,7 @@ struct gm_trainer {
     gm_pool *devices;
     int force_split;            /* tests: split every matrix (rows, or columns for o / down) whatever its size */
     int64_t step;               /* optimizer steps done */
-    uint64_t data_cursor;       /* for the caller (saved in checkpoints) */
+    int64_t examples_seen;      /* examples of the steps done (saved in checkpoints) */
 };
 
 #define GM_UNIT_EMBED(t) ((t)->cfg.n_layers)
