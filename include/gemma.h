@@ -336,6 +336,8 @@ int gm_trainer_rank(const gm_trainer *t);
 int gm_trainer_ranks(const gm_trainer *t);
 int64_t gm_trainer_steps_done(const gm_trainer *t);
 int64_t gm_trainer_examples_seen(const gm_trainer *t); /* examples of the steps done (restored by resume) */
+/* Learning rate of the next steps (schedules); GM_ERR_ARG unless finite and >= 0. */
+gm_status gm_trainer_set_lr(gm_trainer *t, double lr);
 uint64_t gm_trainer_param_count(const gm_trainer *t, bool trainable_only);
 gm_train_memory gm_trainer_memory(const gm_trainer *t, int local_device);
 /* One optimizer step on a batch of n examples (split over the devices). GM_ERR_RANGE naming the step

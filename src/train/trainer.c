@@ -352,6 +352,12 @@ int gm_trainer_ranks(const gm_trainer *t) { return t->n_ranks; }
 int64_t gm_trainer_steps_done(const gm_trainer *t) { return t->step; }
 int64_t gm_trainer_examples_seen(const gm_trainer *t) { return t->examples_seen; }
 
+gm_status gm_trainer_set_lr(gm_trainer *t, double lr) {
+    if (!(lr >= 0) || !isfinite(lr)) return gm_fail(GM_ERR_ARG, "learning rate %g: must be finite and >= 0", lr);
+    t->opt.lr = lr;
+    return GM_OK;
+}
+
 uint64_t gm_trainer_param_count(const gm_trainer *t, bool trainable_only) {
     uint64_t n = 0;
     for (int i = 0; i < t->n_params; i++)

@@ -6,6 +6,8 @@ Writes into tests/fixtures/ (see tests/fixtures/README.md, "Training references"
                               3 layers (layer 1 global), 4 heads, 2 kv heads, head_dim 8, sliding_window 4,
                               query_pre_attn_scalar 12, global RoPE linear x8; every parameter random (norms included)
   hf_train_tiny_ref.json      batches (token sequences + loss masks), hyperparameters, losses
+  hf_train_tok/               a tiny random Gemma 3 with a tokenizer (tokenizer_tiny/tokenizer.json, vocab 961; the
+                              model's vocab 1024), bf16, for the command-line tests of `gemma train`
   hf_train_tiny_ref.safetensors
                               float32 tensors: "grad.<hf name>" = d loss / d parameter on batch 0 (full fine-tuning);
                               "lora_init.<hf module>.{a,b}" and "lora_grad.<hf module>.{a,b}" for the LoRA check
@@ -193,6 +195,17 @@ def main():
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
     print("loss", loss0.item(), "full", full_losses, "lora", lora_losses)
+
+    # a tiny model that can read text: for the CLI tests
+    tok_folder = os.path.join(FIX, "hf_train_tok")
+    if os.path.isdir(tok_folder):
+        shutil.rmtree(tok_folder)
+    g2 = torch.Generator().manual_seed(SEED + 1)
+    small = Gemma3ForCausalLM(Gemma3TextConfig(**dict(TINY, vocab_size=1024, num_hidden_layers=2,
+                                                       layer_types=["sliding_attention", "full_attention"])))
+    randomize(small, g2)
+    small.to(torch.bfloat16).save_pretrained(tok_folder, safe_serialization=True)
+    shutil.copy(os.path.join(FIX, "tokenizer_tiny", "tokenizer.json"), os.path.join(tok_folder, "tokenizer.json"))
 
 
 if __name__ == "__main__":
