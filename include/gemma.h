@@ -129,6 +129,8 @@ int gm_model_rank(const gm_model *m);         /* MPI rank (0 when not under MPI)
 int gm_model_ranks(const gm_model *m);
 /* Bytes of weights this process holds (all its devices) and the plan, for `gemma info`/`bench`. */
 uint64_t gm_model_weight_bytes(const gm_model *m);
+/* Bytes of activation scratch this process holds (all its devices). */
+uint64_t gm_model_activation_bytes(const gm_model *m);
 typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
 gm_comm_counters gm_model_comm_counters(const gm_model *m);
 void gm_model_reset_comm_counters(gm_model *m);
@@ -143,6 +145,7 @@ void gm_session_reset(gm_session *s);
 int gm_session_position(const gm_session *s);   /* tokens in the cache */
 int gm_session_capacity(const gm_session *s);   /* cache_length */
 gm_model *gm_session_model(const gm_session *s);
+uint64_t gm_session_kv_bytes(const gm_session *s);   /* KV cache bytes this process holds for the session */
 /* Append n tokens at the current position. logits_last [V] (may be NULL) receives the last position's
  * logits; logits_all [n][V] (may be NULL) every position's. GM_ERR_RANGE (nothing appended) when the
  * tokens do not fit the cache. Under MPI only rank 0 calls this; other ranks run gm_model_serve. */
@@ -209,6 +212,10 @@ gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_opti
                        gm_generate_result *res);
 /* The exact prompt text a turn would add (for display and tests). */
 gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out);
+/* The Gemma 3 template for one user turn: first turn "<bos><start_of_turn>user\n{text}<end_of_turn>\n
+ * <start_of_turn>model\n"; later turns start with "<end_of_turn>\n" (closing the previous answer) instead
+ * of "<bos>". *out is freed with gm_free. */
+gm_status gm_chat_template(const char *user_text, bool first_turn, char **out);
 /* ================================================================ sampling and logits display
  * (src/text/sampler.c, src/text/topk.c, src/plot/; JAX PRNG in src/base/threefry.c) */
 
@@ -276,6 +283,26 @@ gm_status gm_plot_logits_png(const char *path, const int32_t *ids, const char *c
  * with gm_free. */
 gm_status gm_plot_logits_text(const int32_t *ids, const char *const *labels, const double *probs, size_t n,
                               int bar_width, char **text);
+
+/* ---------------------------------------------------------------- batched prompts over devices (FIRST_DIM) */
+
+typedef struct gm_batch_options {
+    int max_new_tokens;            /* default 256 when 0 */
+    gm_sampler_config sampling;    /* row r draws with seed + r (greedy ignores it) */
+} gm_batch_options;
+
+typedef struct gm_batch_row {
+    int32_t *ids;                  /* generated ids (gm_free), the stop token included */
+    size_t n_ids;
+    gm_stop_reason stop;
+} gm_batch_row;
+
+/* Generate for n prompts at once, the batch split by rows over the mesh's devices as the seed's
+ * FIRST_DIM sharding does: each device keeps the KV caches of its rows and samples them; the projections
+ * are computed together over the sharded weights. A batch that does not divide by the device count is
+ * padded. Each row stops at <eos>, <end_of_turn>, max_new_tokens or a full cache. Rank 0 only (MPI). */
+gm_status gm_generate_batch(gm_model *m, const int32_t *const *prompts, const size_t *lens, size_t n,
+                            const gm_batch_options *opt, gm_batch_row *rows);
 
 /* ================================================================ training (src/train/)
  *

@@ -79,6 +79,7 @@ int cmd_bench(int argc, char **argv) {
         x = x * 1664525u + 1013904223u;
         prompt[i] = (int32_t)(300 + (x >> 8) % 20000 % (uint32_t)(V > 400 ? V - 300 : 1));
     }
+    uint64_t kv_bytes = 0;
     double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0;
     gm_status st = GM_OK;
     for (long rep = 0; rep < reps && st == GM_OK; rep++) {
@@ -97,6 +98,7 @@ int cmd_bench(int argc, char **argv) {
         }
         double t_decode = now_s() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
+        kv_bytes = gm_session_kv_bytes(s);
         if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
         gm_session_free(s);
         if (t_prefill < best_prefill) best_prefill = t_prefill;
@@ -123,6 +125,8 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
             cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
             cJSON_AddNumberToObject(o, "weight_bytes_this_rank", (double)gm_model_weight_bytes(m));
+            cJSON_AddNumberToObject(o, "kv_bytes_this_rank", (double)kv_bytes);
+            cJSON_AddNumberToObject(o, "activation_bytes_this_rank", (double)gm_model_activation_bytes(m));
             cJSON_AddNumberToObject(o, "devices", gm_model_devices(m));
             cJSON_AddNumberToObject(o, "ranks", gm_model_ranks(m));
             cJSON_AddNumberToObject(o, "threads", mf.load.threads_per_device);
@@ -138,8 +142,9 @@ int cmd_bench(int argc, char **argv) {
             printf("load         %.1f ms\n", t_load * 1000);
             printf("prefill      %ld tokens: %.1f tok/s (time to first token %.1f ms)\n", P, prefill_tps, best_ttft * 1000);
             printf("decode       %ld tokens: %.2f tok/s (%.2f ms/token)\n", G, decode_tps, G ? best_decode * 1000 / (double)G : 0);
-            printf("memory       peak RSS %.1f MiB (rank 0), weights held by this rank %.1f MiB\n", rss_mb,
-                   gm_model_weight_bytes(m) / 1048576.0);
+            printf("memory       peak RSS %.1f MiB (rank 0): weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB\n",
+                   rss_mb, gm_model_weight_bytes(m) / 1048576.0, kv_bytes / 1048576.0,
+                   gm_model_activation_bytes(m) / 1048576.0);
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device)\n", comm_per_tok);
         }
     }

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "cli.h"
-#include "shard/comm.h"
+#ifdef GM_HAVE_MPI
+#include <mpi.h>
+#endif
 
 static const char *HELP =
     "usage: gemma train -m MODEL --data TRAIN.jsonl [options]\n"
@@ -137,6 +140,15 @@ static int parse(int argc, char **argv, train_flags *f) {
     return -1; /* parsed: go on */
 }
 
+/* A rank that cannot go on ends the whole MPI job so that no rank waits in a collective (as cli_model.c). */
+static void abort_mpi_job(void) {
+#ifdef GM_HAVE_MPI
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+}
+
 /* ---- data order: a fresh permutation of the examples every epoch, from the seed ---- */
 
 static uint64_t mix(uint64_t z) {
@@ -213,7 +225,7 @@ int cmd_train(int argc, char **argv) {
     gm_status st = gm_trainer_create(f.model, &f.opt, &t);
     if (st != GM_OK) {
         cli_error("train", "%s", gm_last_error());
-        gm_mpi_abort_all("train: setup failed");
+        abort_mpi_job();
         return 1;
     }
     int root = gm_trainer_rank(t) == 0, muted = !root;
@@ -328,7 +340,7 @@ step_failed:
     /* NaN/Inf loss or a failed collective: nothing is saved from this state */
     rc = cli_error("train", "%s%s", gm_last_error(), f.out ? "; nothing was saved (the last checkpoint, if any, is intact)" : "");
 done:
-    if (rc != 0 && rc != 130 && t && gm_trainer_ranks(t) > 1) gm_mpi_abort_all("train failed"); /* no rank left waiting */
+    if (rc != 0 && rc != 130 && t && gm_trainer_ranks(t) > 1) abort_mpi_job(); /* no rank left waiting */
     free(batch);
     free(ord.perm);
     gm_dataset_free(train);

@@ -452,3 +452,20 @@ gm_status gm_gguf_read_rows(const gm_gguf *g, const gm_tensor_info *t, uint64_t 
                        (unsigned long long)total_rows);
     return gm_file_read(&g->file, t->offset + row0 * t->row_bytes, dst, nrows * t->row_bytes);
 }
+
+void gm_gguf_release_arrays(gm_gguf *g, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        gguf_kv *kv = &g->kv[i];
+        if (kv->type != GGUF_ARRAY || strncmp(kv->key, prefix, n) != 0) continue;
+        free(kv->arr_data);
+        free(kv->arr_strs);
+        free(kv->arr_str_lens);
+        free(kv->arr_blob);
+        kv->arr_data = NULL;
+        kv->arr_strs = NULL;
+        kv->arr_str_lens = NULL;
+        kv->arr_blob = NULL;
+        kv->arr_count = 0;
+    }
+}

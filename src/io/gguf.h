@@ -68,6 +68,9 @@ gm_status gm_gguf_get_float(const gm_gguf *g, const char *key, double *out);
 gm_status gm_gguf_get_bool(const gm_gguf *g, const char *key, bool *out);
 const char *gm_gguf_get_str(const gm_gguf *g, const char *key);
 const char *gm_gguf_type_name(uint32_t type);
+/* Free the payload of array values whose key starts with prefix (e.g. the tokenizer arrays once a
+ * tokenizer was built from them); the keys stay, with arr_count 0. */
+void gm_gguf_release_arrays(gm_gguf *g, const char *prefix);
 
 /* Read rows [row0, row0 + nrows) of a 2-D (or 1-D: one row) tensor into dst (raw, as stored). */
 gm_status gm_gguf_read_rows(const gm_gguf *g, const gm_tensor_info *t, uint64_t row0, uint64_t nrows,

@@ -92,3 +92,7 @@ uint64_t gm_source_fingerprint(const gm_source *s) {
 #undef MIX
     return h;
 }
+
+void gm_source_release_tokenizer_arrays(gm_source *s) {
+    if (s->is_gguf) gm_gguf_release_arrays(&s->gguf, "tokenizer.ggml.");
+}

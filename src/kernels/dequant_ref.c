@@ -143,6 +143,8 @@ void gm_dequant_row_ref(gm_dtype type, const void *row, float *out, size_t n) {
     case GM_Q4_K: for (size_t i = 0; i < n / 256; i++) block_q4_k(p + 144 * i, out + 256 * i); return;
     case GM_Q5_K: for (size_t i = 0; i < n / 256; i++) block_q5_k(p + 176 * i, out + 256 * i); return;
     case GM_Q6_K: for (size_t i = 0; i < n / 256; i++) block_q6_k(p + 210 * i, out + 256 * i); return;
-    default: return;
+    default: /* not a weight type (loaders refuse these first): defined output rather than garbage */
+        for (size_t i = 0; i < n; i++) out[i] = 0.0f;
+        return;
     }
 }

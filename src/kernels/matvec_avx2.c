@@ -50,7 +50,7 @@ GM_AI void float_rows(gm_dtype t, const uint8_t *w, size_t rb, size_t cols, cons
         __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            _mm_prefetch((const char *)(w + r * rb) + gm_kernels_bytes_of(t, i) + GM_PREFETCH_BYTES, _MM_HINT_T0);
+            prefetch_ahead(w + r * rb + gm_kernels_bytes_of(t, i), (int)gm_kernels_bytes_of(t, 16));
             acc[r][0] = _mm256_fmadd_ps(fload(t, w + r * rb, i), x0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(fload(t, w + r * rb, i + 8), x1, acc[r][1]);
         }
@@ -75,9 +75,9 @@ GM_AI void qweights(gm_dtype t, const uint8_t *b, const qstate *st, int k, __m25
         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qh)),
         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(qh, 8))),
     };
-    __m256 sl = _mm256_set1_ps(st->s[2 * k]), sh = _mm256_set1_ps(st->s[2 * k + 1]);
+    __m256 sl = _mm256_set1_ps(qscale_lo(t, st, k)), sh = _mm256_set1_ps(qscale_hi(t, st, k));
     if (qtype_has_min(t)) {
-        __m256 o = _mm256_set1_ps(st->o[k]);
+        __m256 o = _mm256_set1_ps(qoffset(t, st, k));
         v[0] = _mm256_fmadd_ps(f[0], sl, o);
         v[1] = _mm256_fmadd_ps(f[1], sl, o);
         v[2] = _mm256_fmadd_ps(f[2], sh, o);
@@ -102,13 +102,28 @@ GM_AI void quant_rows(gm_dtype t, const uint8_t *w, size_t rb, size_t cols, cons
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             qprep(t, w + r * rb + i * bytes, &st[r]);
-            _mm_prefetch((const char *)(w + r * rb + i * bytes + GM_PREFETCH_BYTES), _MM_HINT_T0);
+            prefetch_ahead(w + r * rb + i * bytes, bytes);
         }
         const float *xb = x + i * blk;
 #pragma GCC unroll 8
         for (int k = 0; k < blk / 32; k++) {
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
+                if (qtype_block(t) == 32 && !qtype_has_min(t)) {
+                    /* one scale per block: d * (q . x) saves multiplies */
+                    __m256i q = qdecode(t, w + r * rb + i * bytes, k);
+                    __m128i ql = _mm256_castsi256_si128(q), qh = _mm256_extracti128_si256(q, 1);
+                    __m256 c0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(ql)), _mm256_loadu_ps(xb));
+                    __m256 c1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(ql, 8))),
+                                              _mm256_loadu_ps(xb + 8));
+                    c0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(qh)), _mm256_loadu_ps(xb + 16), c0);
+                    c1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(qh, 8))),
+                                         _mm256_loadu_ps(xb + 24), c1);
+                    __m256 d = _mm256_set1_ps(st[r].s[0]);
+                    acc[r][0] = _mm256_fmadd_ps(c0, d, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(c1, d, acc[r][1]);
+                    continue;
+                }
                 __m256 v[4];
                 qweights(t, w + r * rb + i * bytes, &st[r], k, v);
                 acc[r][0] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xb + 32 * k), acc[r][0]);
@@ -277,6 +292,10 @@ static void matmul_avx2(gm_dtype type, const void *W, size_t rb, size_t rows, si
                         float *Y, size_t ldy) {
     _Alignas(32) float tile[RB * KC];
     const uint8_t *w = W;
+    if (cols == 0) { /* an empty dot product is 0, as in the reference */
+        for (size_t t = 0; t < T; t++) memset(Y + t * ldy, 0, rows * sizeof *Y);
+        return;
+    }
     for (size_t r0 = 0; r0 < rows; r0 += RB) {
         int nr = rows - r0 >= RB ? RB : (int)(rows - r0);
         for (size_t k0 = 0; k0 < cols; k0 += KC) {

@@ -20,7 +20,14 @@
  * Prefetching past the end of a matrix is harmless (prefetches never fault). */
 enum { GM_PREFETCH_BYTES = 4096 };
 
-/* Per-block scales: s[j] applies to values 16j .. 16j+15, o[k] to the 32-value chunk k. */
+/* Prefetch the `bytes` (a compile-time constant after inlining) starting GM_PREFETCH_BYTES past p,
+ * one request per cache line; consecutive calls on adjacent spans cover every line. */
+GM_AI void prefetch_ahead(const uint8_t *p, int bytes) {
+    for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + GM_PREFETCH_BYTES + o, _MM_HINT_T0);
+}
+
+/* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values
+ * 16j .. 16j+15 have scale s[j]; 32-value types: s[0] (and o[0] for Q4_1 / Q5_1). */
 typedef struct qstate {
     float s[16];
     float o[8];
@@ -51,40 +58,47 @@ GM_AI int qtype_bytes(gm_dtype t) {
 /* Types whose values carry an additive min (o != 0). */
 GM_AI int qtype_has_min(gm_dtype t) { return t == GM_Q4_1 || t == GM_Q5_1 || t == GM_Q4_K || t == GM_Q5_K; }
 
-GM_AI void scale_min_k4(const uint8_t *q, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
+/* Scales of the low and high 16 values of chunk k. */
+GM_AI float qscale_lo(gm_dtype t, const qstate *st, int k) {
+    return t == GM_Q6_K ? st->s[2 * k] : t == GM_Q4_K || t == GM_Q5_K ? st->s[k] : st->s[0];
 }
+GM_AI float qscale_hi(gm_dtype t, const qstate *st, int k) {
+    return t == GM_Q6_K ? st->s[2 * k + 1] : t == GM_Q4_K || t == GM_Q5_K ? st->s[k] : st->s[0];
+}
+GM_AI float qoffset(gm_dtype t, const qstate *st, int k) { return t == GM_Q4_K || t == GM_Q5_K ? st->o[k] : st->o[0]; }
 
 /* Fill the scales of block b. Only the entries the type's decode reads are set. */
 GM_AI void qprep(gm_dtype t, const uint8_t *b, qstate *st) {
     switch (t) {
     case GM_Q4_0: case GM_Q5_0: case GM_Q8_0:
-        st->s[0] = st->s[1] = f16_at(b);
+        st->s[0] = f16_at(b);
         break;
     case GM_Q4_1: case GM_Q5_1:
-        st->s[0] = st->s[1] = f16_at(b);
+        st->s[0] = f16_at(b);
         st->o[0] = f16_at(b + 2);
         break;
     case GM_Q4_K: case GM_Q5_K: {
-        float d = f16_at(b), dmin = f16_at(b + 2);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            scale_min_k4(b + 4, j, &sc, &m);
-            st->s[2 * j] = st->s[2 * j + 1] = d * (float)sc;
-            st->o[j] = -(dmin * (float)m);
-        }
+        /* the 8 6-bit (scale, min) pairs packed in 12 bytes (ggml get_scale_min_k4), unpacked four
+         * at a time in 32-bit words: bytes 0-3 hold sc[0..3] and the top bits of sc[4..7], bytes 4-7
+         * m[0..3] and the top bits of m[4..7], bytes 8-11 the low nibbles of sc[4..7] and m[4..7] */
+        uint32_t u[3];
+        memcpy(u, b + 4, 12);
+        uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+        uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | ((u[0] >> 2) & 0x30303030u);
+        uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 2) & 0x30303030u);
+        __m128i v = _mm_set_epi32((int)m_hi, (int)m_lo, (int)sc_hi, (int)sc_lo);
+        __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+        /* d * sc and dmin * m are exact (11-bit f16 times 6-bit integer) */
+        _mm256_storeu_ps(st->s, _mm256_mul_ps(sc, _mm256_set1_ps(f16_at(b))));
+        _mm256_storeu_ps(st->o, _mm256_mul_ps(m, _mm256_set1_ps(-f16_at(b + 2))));
         break;
     }
     case GM_Q6_K: {
-        float d = f16_at(b + 208);
-        const int8_t *sc = (const int8_t *)(b + 192);
-        for (int j = 0; j < 16; j++) st->s[j] = d * (float)sc[j];
+        __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
+        __m256 d = _mm256_set1_ps(f16_at(b + 208));
+        _mm256_storeu_ps(st->s, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
+        _mm256_storeu_ps(st->s + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
         break;
     }
     default: break;

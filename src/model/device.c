@@ -25,11 +25,12 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
-                      &d->inv_freq_local, &d->inv_freq_global};
+                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * (size_t)cache_length, H / 2, H / 2};
+                      (size_t)threads * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
+        d->activation_bytes += sizes[i] * sizeof(float) + 64;
         if (!*bufs[i]) {
             gm_device_free(d);
             return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of activations", global,
@@ -46,7 +47,7 @@ void gm_device_free(gm_device *d) {
     if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
     gm_pool_free(d->pool);
     float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
-                     d->inv_freq_local, d->inv_freq_global};
+                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(d, 0, sizeof *d);
 }
@@ -193,9 +194,9 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
 
 typedef struct attn_job {
     gm_device *d;
-    gm_kv_layer *L;
+    int layer;
     bool global;
-    int T, pos0;
+    int T;
 } attn_job;
 
 static void attn_worker(void *ctx, int i, int n) {
@@ -208,13 +209,14 @@ static void attn_worker(void *ctx, int i, int n) {
     gm_split_range((size_t)j->T * (size_t)N, n, i, 1, &lo, &hi);
     for (size_t job = lo; job < hi; job++) {
         int t = (int)(job / (size_t)N), h = (int)(job % (size_t)N), kvh = h / G;
-        int p = j->pos0 + t;
+        int p = j->d->tok_pos[t];
+        const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
         int first = 0;
         if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
         const float *q = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
         float mx = -INFINITY;
         for (int s = first; s <= p; s++) {
-            const float *k = j->L->k + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
+            const float *k = L->k + (size_t)(s % L->slots) * KH + (size_t)kvh * (size_t)H;
             float sc = gm_dot_f32(q, k, (size_t)H);
             if (c->attn_softcap > 0) sc = c->attn_softcap * tanhf(sc / c->attn_softcap);
             scores[s - first] = sc;
@@ -230,7 +232,7 @@ static void attn_worker(void *ctx, int i, int n) {
         float *out = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
         memset(out, 0, (size_t)H * sizeof(float));
         for (int s = first; s <= p; s++) {
-            const float *v = j->L->v + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
+            const float *v = L->v + (size_t)(s % L->slots) * KH + (size_t)kvh * (size_t)H;
             gm_axpy_f32(out, scores[s - first] * inv, v, (size_t)H);
         }
     }
@@ -241,7 +243,23 @@ static void add_normed(float *x, float *y, const float *w, size_t n, float eps) 
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int pos0) {
+/* Rows mode: every device holds different tokens (its own batch rows). Projections then gather the
+ * rows of all devices, run the sharded product on all of them, and keep their own; the rest of the
+ * layer (norms, RoPE, attention over the row's own KV cache) stays local. */
+static gm_status proj(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+    if (!d->rows_mode) return linear(d, m, X, T, Y);
+    if (d->rows_total == 0) return GM_OK;
+    size_t C = (size_t)m->full_cols, R = (size_t)m->full_rows;
+    size_t off[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) off[g] = d->rows_off[g] * C;
+    memcpy(d->xa + off[d->global], X, (size_t)T * C * sizeof(float));
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, d->xa, off));
+    GM_TRY(linear(d, m, d->xa, d->rows_total, d->ya));
+    memcpy(Y, d->ya + d->rows_off[d->global] * R, (size_t)T * R * sizeof(float));
+    return GM_OK;
+}
+
+static gm_status layer_forward(gm_device *d, int l, int T) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
@@ -250,11 +268,12 @@ static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int p
     const float *inv_freq = global ? d->inv_freq_global : d->inv_freq_local;
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
-    GM_TRY(linear(d, &W->q, d->xn, T, d->q));
-    GM_TRY(linear(d, &W->k, d->xn, T, d->k));
-    GM_TRY(linear(d, &W->v, d->xn, T, d->v));
+    GM_TRY(proj(d, &W->q, d->xn, T, d->q));
+    GM_TRY(proj(d, &W->k, d->xn, T, d->k));
+    GM_TRY(proj(d, &W->v, d->xn, T, d->v));
     for (int t = 0; t < T; t++) {
-        int p = pos0 + t;
+        int p = d->tok_pos[t];
+        gm_kv_layer *L = &d->tok_kv[t]->layers[l];
         for (size_t h = 0; h < N; h++) {
             float *q = d->q + t * NH + h * H;
             gm_rmsnorm(q, q, W->q_norm, H, c->rms_eps);
@@ -270,16 +289,16 @@ static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int p
         memcpy(kslot, d->k + t * KH, KH * sizeof(float));
         memcpy(vslot, d->v + t * KH, KH * sizeof(float));
     }
-    attn_job aj = {d, L, global, T, pos0};
+    attn_job aj = {d, l, global, T};
     gm_pool_run(d->pool, attn_worker, &aj);
-    GM_TRY(linear(d, &W->o, d->att, T, d->y));
+    GM_TRY(proj(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
-    GM_TRY(linear(d, &W->gate, d->xn, T, d->gate));
-    GM_TRY(linear(d, &W->up, d->xn, T, d->up));
+    GM_TRY(proj(d, &W->gate, d->xn, T, d->gate));
+    GM_TRY(proj(d, &W->up, d->xn, T, d->up));
     for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
-    GM_TRY(linear(d, &W->down, d->gate, T, d->y));
+    GM_TRY(proj(d, &W->down, d->gate, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
     return GM_OK;
 }
@@ -300,7 +319,11 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
     for (int done = 0; done < T;) {
         int n = T - done < GM_PREFILL_CHUNK ? T - done : GM_PREFILL_CHUNK;
         GM_TRY(embed(d, tokens + done, n, d->x));
-        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, &kv->layers[l], n, pos0 + done));
+        for (int t = 0; t < n; t++) {
+            d->tok_pos[t] = pos0 + done + t;
+            d->tok_kv[t] = kv;
+        }
+        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n));
         if (logits_all)
             for (int t = 0; t < n; t++)
                 GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride));
@@ -308,4 +331,69 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
         if (done == T && logits_last) GM_TRY(logits_of(d, d->x + (size_t)(n - 1) * D, logits_last));
     }
     return GM_OK;
+}
+
+/* ---- rows mode: one step of batched generation, each device with its own rows ---- */
+
+/* Each device says how many items it has; off[g] .. off[g+1] become device g's items in a gathered buffer. */
+static gm_status gather_counts(gm_device *d, int n, size_t *off) {
+    float counts[GM_MAX_DEVICES];
+    size_t one[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) one[g] = (size_t)g;
+    counts[d->global] = (float)n;
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, counts, one));
+    off[0] = 0;
+    for (int g = 0; g < d->n_devices; g++) off[g + 1] = off[g] + (size_t)counts[g];
+    return GM_OK;
+}
+
+gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *pos, gm_kv_cache *const *kv, int T,
+                              const int *logit_rows, int n_logits, float *logits, int *n_logits_all) {
+    const gm_config *c = d->cfg;
+    size_t D = (size_t)c->d_model, V = (size_t)c->vocab_size;
+    if (T > GM_PREFILL_CHUNK) return gm_fail(GM_ERR_ARG, "rows step of %d tokens (at most %d)", T, GM_PREFILL_CHUNK);
+    d->rows_mode = true;
+    gm_status st = gather_counts(d, T, d->rows_off);
+    d->rows_total = (int)d->rows_off[d->n_devices];
+    if (st == GM_OK && d->rows_total > GM_PREFILL_CHUNK)
+        st = gm_fail(GM_ERR_ARG, "rows step of %d tokens over all devices (at most %d)", d->rows_total, GM_PREFILL_CHUNK);
+    if (st == GM_OK && d->rows_total > 0) {
+        /* token ids travel as float bit patterns: the gather copies bytes */
+        float *tokf = d->pack;
+        memcpy(tokf + d->rows_off[d->global], tokens, (size_t)T * sizeof *tokens);
+        st = gm_comm_all_gather(d->comm, d->local, tokf, d->rows_off);
+        int32_t all_tokens[GM_PREFILL_CHUNK];
+        memcpy(all_tokens, tokf, (size_t)d->rows_total * sizeof *all_tokens);
+        if (st == GM_OK) st = embed(d, all_tokens, d->rows_total, d->xa);
+        if (st == GM_OK) memcpy(d->x, d->xa + d->rows_off[d->global] * D, (size_t)T * D * sizeof(float));
+        for (int t = 0; t < T; t++) {
+            d->tok_pos[t] = pos[t];
+            d->tok_kv[t] = kv[t];
+        }
+        for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T);
+    }
+    /* logits of the requested rows: gather their final hidden states, one vocabulary product each */
+    size_t loff[GM_MAX_DEVICES + 1];
+    if (st == GM_OK) st = gather_counts(d, n_logits, loff);
+    int total = st == GM_OK ? (int)loff[d->n_devices] : 0;
+    if (st == GM_OK && total > GM_PREFILL_CHUNK) st = gm_fail(GM_ERR_ARG, "%d logit rows in one step", total);
+    if (st == GM_OK && total > 0) {
+        size_t hoff[GM_MAX_DEVICES + 1];
+        for (int g = 0; g <= d->n_devices; g++) hoff[g] = loff[g] * D;
+        for (int i = 0; i < n_logits; i++)
+            gm_rmsnorm(d->xa + (loff[d->global] + (size_t)i) * D, d->x + (size_t)logit_rows[i] * D, d->w.final_norm, D,
+                       c->rms_eps);
+        st = gm_comm_all_gather(d->comm, d->local, d->xa, hoff);
+        for (int i = 0; st == GM_OK && i < total; i++) {
+            bool mine = (size_t)i >= loff[d->global] && (size_t)i < loff[d->global + 1];
+            /* rows of other devices still take part in the product; their result lands in the spare row */
+            float *dst = logits + (mine ? (size_t)i - loff[d->global] : (size_t)n_logits) * V;
+            st = linear(d, &d->w.embed, d->xa + (size_t)i * D, 1, dst);
+            if (st == GM_OK && mine && c->final_softcap > 0)
+                for (size_t k = 0; k < V; k++) dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+        }
+    }
+    if (n_logits_all) *n_logits_all = total;
+    d->rows_mode = false;
+    return st;
 }

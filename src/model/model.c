@@ -88,8 +88,10 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         int total = m->n_ranks * opt.devices;
         m->sharding = opt.sharding == GM_SHARDING_AUTO ? (total > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED)
                                                         : opt.sharding;
-        if (gm_tokenizer_load(path, &m->tok) != GM_OK) m->tok = NULL;
-        st = check_ranks_agree(m);
+        /* only rank 0 tokenizes; the others follow its token ids */
+        if (m->rank == 0 && gm_tokenizer_load(path, &m->tok) != GM_OK) m->tok = NULL;
+        st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
+        gm_source_release_tokenizer_arrays(m->src);
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
@@ -146,6 +148,12 @@ int gm_model_ranks(const gm_model *m) { return m->n_ranks; }
 uint64_t gm_model_weight_bytes(const gm_model *m) {
     uint64_t b = 0;
     for (int i = 0; i < m->n_local; i++) b += m->dev[i].w.bytes;
+    return b;
+}
+
+uint64_t gm_model_activation_bytes(const gm_model *m) {
+    uint64_t b = (uint64_t)m->n_local * (uint64_t)m->cfg.vocab_size * sizeof(float); /* logits scratch */
+    for (int i = 0; i < m->n_local; i++) b += m->dev[i].activation_bytes;
     return b;
 }
 

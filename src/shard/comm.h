@@ -54,7 +54,5 @@ gm_status gm_mpi_barrier(void);
 /* in[0 .. rank_off[n_ranks]) summed over ranks; rank r receives [rank_off[r], rank_off[r+1]) into out. */
 gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_off);
 bool gm_mpi_available(void);
-/* Abort every rank with a message (used when one rank fails mid-run so none waits forever). */
-void gm_mpi_abort_all(const char *why);
 
 #endif

@@ -18,7 +18,6 @@ gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_
     return no_mpi();
 }
 bool gm_mpi_available(void) { return false; }
-void gm_mpi_abort_all(const char *why) { (void)why; }
 #else
 typedef int gm_comm_nompi_unused;
 #endif

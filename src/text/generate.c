@@ -41,8 +41,14 @@ static int32_t argmax(const float *x, int n) {
  * still be the start of a stop string, or ends inside a UTF-8 sequence that byte pieces will finish. */
 typedef struct stream {
     char *text;
-    size_t len, emitted;
+    size_t len, cap, emitted;
 } stream;
+
+static const char *memmem_simple(const char *hay, size_t n, const char *needle, size_t m) {
+    for (size_t i = 0; m <= n && i + m <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, m) == 0) return hay + i;
+    return NULL;
+}
 
 static size_t holdback(const stream *st, const gm_generate_options *o) {
     size_t hold = gm_utf8_incomplete_tail(st->text, st->len);
@@ -112,15 +118,30 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         for (int i = 0; i < opt.n_stop_ids && !r.stop; i++)
             if (id == opt.stop_ids[i]) r.stop = GM_STOP_TOKEN;
         if (tok && !r.stop) {
-            char *text = NULL;
-            status = gm_tokenizer_decode(tok, gen, (size_t)r.n_generated, &text);
-            if (status != GM_OK) break;
-            free(st.text);
-            st.text = text;
-            st.len = strlen(text);
-            for (int i = 0; i < opt.n_stop_strings; i++) {
-                const char *hit = opt.stop_strings[i][0] ? strstr(st.text, opt.stop_strings[i]) : NULL;
-                if (hit && (!r.stop || (size_t)(hit - st.text) < st.len)) {
+            /* append this token's raw bytes; text is final up to a UTF-8 boundary and stop-string prefix */
+            size_t blen = 0;
+            const char *bytes = gm_tokenizer_token_bytes(tok, id, &blen);
+            if (bytes && blen) {
+                if (st.len + blen + 1 > st.cap) {
+                    size_t cap = st.cap ? st.cap * 2 : 256;
+                    while (cap < st.len + blen + 1) cap *= 2;
+                    char *nt = realloc(st.text, cap);
+                    if (!nt) {
+                        status = gm_fail(GM_ERR_NOMEM, "out of memory");
+                        break;
+                    }
+                    st.text = nt;
+                    st.cap = cap;
+                }
+                memcpy(st.text + st.len, bytes, blen);
+                st.len += blen;
+                st.text[st.len] = 0;
+            }
+            for (int i = 0; i < opt.n_stop_strings && st.text; i++) {
+                const char *ss = opt.stop_strings[i];
+                size_t sl = strlen(ss), from = st.emitted > sl ? st.emitted - sl : 0;
+                const char *hit = sl ? memmem_simple(st.text + from, st.len - from, ss, sl) : NULL;
+                if (hit && (size_t)(hit - st.text) < st.len) {
                     st.len = (size_t)(hit - st.text);
                     r.stop = GM_STOP_STRING;
                 }

@@ -6,6 +6,9 @@ Writes tests/fixtures/quant/<TYPE>.bin, each:
     char magic[4] = "GMQF"; u32 ggml_type; u32 n_values; u32 n_bytes;
     u8 blocks[n_bytes];            raw ggml blocks, as stored in a GGUF file
     f32 values[n_values];          gguf.quants.dequantize(blocks)
+<TYPE>_matvec.bin, a small matrix of such blocks times a random x, computed in float64:
+    char magic[4] = "GMMV"; u32 ggml_type; u32 rows; u32 cols; u32 n_bytes;
+    u8 W[n_bytes]; f32 x[cols]; f64 y[rows]; f64 abs_dot[rows] (sum |w| |x|, for tolerances)
 and fp16.bin (f32 -> f16 / bf16 rounding, as numpy and gguf.quants.BF16 do it):
     char magic[4] = "GMHF"; u32 n;  f32 in[n]; u16 f16[n]; u16 bf16[n]
 
@@ -86,6 +89,27 @@ def write_quant(path, qtype, raw):
     return values.size
 
 
+def write_matvec(path, qtype, raw, rng):
+    """W (raw rows) times a random x, in float64 from gguf.quants' dequantization."""
+    block, size = GGML_QUANT_SIZES[qtype]
+    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1)
+    n = raw.size // size * block
+    cols = 256 if block == 256 else 128 if block == 32 else 32
+    rows = n // cols
+    raw = raw[:rows * cols // block * size]
+    w = quants.dequantize(raw, qtype).astype(np.float64).reshape(rows, cols)
+    x = rng.standard_normal(cols).astype(np.float32)
+    y = w @ x.astype(np.float64)
+    absdot = np.abs(w) @ np.abs(x.astype(np.float64))
+    with open(path, "wb") as f:
+        f.write(b"GMMV")
+        f.write(struct.pack("<IIII", int(qtype), rows, cols, raw.size))
+        f.write(raw.tobytes())
+        f.write(x.astype("<f4").tobytes())
+        f.write(y.astype("<f8").tobytes())
+        f.write(absdot.astype("<f8").tobytes())
+
+
 def write_fp16(path, rng):
     x = (rng.standard_normal(1500) * 10.0 ** rng.uniform(-8, 5, 1500)).astype(np.float32)
     edge = np.array([0.0, -0.0, np.inf, -np.inf, 65504.0, 65519.99, 65520.0, 1e10, 2.0 ** -24, 2.0 ** -25,
@@ -133,6 +157,11 @@ def main():
             raw = np.concatenate(parts)
         n = write_quant(os.path.join(args.out, f"{qtype.name}.bin"), qtype, raw)
         print(f"{qtype.name}: {n} values")
+        if qtype in (Q.F32, Q.F16, Q.BF16):  # finite values only for the product
+            x = (rng.standard_normal(96) * 0.5).astype(np.float32)
+            raw = x.view(np.uint8) if qtype == Q.F32 else \
+                x.astype(np.float16).view(np.uint8) if qtype == Q.F16 else quants.quantize(x, Q.BF16)
+        write_matvec(os.path.join(args.out, f"{qtype.name}_matvec.bin"), qtype, raw, rng)
     write_fp16(os.path.join(args.out, "fp16.bin"), rng)
 
 

@@ -407,6 +407,66 @@ def build_tiny():
     return Tokenizer.from_str(text), text
 
 
+def build_tiny_spm():
+    """A small SentencePiece BPE model (trained by `sentencepiece` itself, Gemma's settings: byte fallback, no dummy
+    prefix, whitespace kept, identity normalization, control and user-defined pieces) and its HF tokenizer built the
+    way Google's Gemma 3 tokenizer.json is (merges ranked as check_against_gguf verifies), whose ids are the reference
+    for the C tokenizer.model loader."""
+    import io
+
+    import sentencepiece as spm
+
+    m = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TINY_TRAIN * 3), model_writer=m, vocab_size=600, model_type="bpe", byte_fallback=True,
+        add_dummy_prefix=False, remove_extra_whitespaces=False, normalization_rule_name="identity",
+        split_by_whitespace=False, allow_whitespace_only_pieces=True, character_coverage=0.9995,
+        user_defined_symbols=["<h1>", "</h1>", "\n", "\n\n", "\u2581\u2581", "\u2581\u2581\u2581"],
+        control_symbols=["<start_of_turn>", "<end_of_turn>"], pad_id=0, eos_id=1, bos_id=2, unk_id=3,
+        pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>", minloglevel=2)
+    blob = m.getvalue()
+    sp = spm.SentencePieceProcessor(model_proto=blob)
+    n = sp.get_piece_size()
+    pieces = [sp.id_to_piece(i) for i in range(n)]
+    scores = [sp.get_score(i) for i in range(n)]
+    types = [1] * n
+    for i in range(n):
+        if sp.is_control(i):
+            types[i] = 3
+        elif sp.is_unknown(i):
+            types[i] = 2
+        elif sp.is_byte(i):
+            types[i] = 6
+        elif sp.is_unused(i):
+            types[i] = 5
+        elif sp.IdToPiece(i) in ("<h1>", "</h1>", "\n", "\n\n", "\u2581\u2581", "\u2581\u2581\u2581"):
+            types[i] = 4
+    index = {p: i for i, p in enumerate(pieces)}
+    derived = []
+    for mid, p in enumerate(pieces):
+        if types[mid] not in (1, 4):
+            continue
+        sc = 0.0 if types[mid] == 4 else scores[mid]
+        for k in range(1, len(p)):
+            if p[:k] in index and p[k:] in index:
+                derived.append((-sc, -k, -(len(p) - k), mid, p[:k], p[k:]))
+    derived.sort(key=lambda x: x[:4])
+    j = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": pieces[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": types[i] in (2, 3)} for i in range(n) if types[i] in (2, 3, 4)],
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False},
+        "post_processor": None,
+        "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                                                     {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {p: i for i, p in enumerate(pieces)}, "merges": [[x[4], x[5]] for x in derived]},
+    }
+    return Tokenizer.from_str(json.dumps(j)), blob
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", default=os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf"))
@@ -463,6 +523,17 @@ def main():
                 {"tokenizers": tokenizers.__version__, "source": "tokenizer_tiny/tokenizer.json", "cases": len(trecs),
                  "hf_special_ids": tiny_special, "vocab_size": tiny.get_vocab_size(with_added_tokens=True)}, trecs)
     print(f"tokenizer_tiny: vocab {tiny.get_vocab_size(with_added_tokens=True)}, {len(trecs)} cases")
+
+    # tiny tokenizer.model
+    spm_tok, blob = build_tiny_spm()
+    os.makedirs(os.path.join(FIX, "tokenizer_spm_tiny"), exist_ok=True)
+    with open(os.path.join(FIX, "tokenizer_spm_tiny", "tokenizer.model"), "wb") as f:
+        f.write(blob)
+    srecs = [case_record(spm_tok, cat, s, None) for cat, s in cases if cat != "paragraph"]
+    write_jsonl(os.path.join(FIX, "tokenizer_spm_tiny_parity.jsonl"),
+                {"tokenizers": tokenizers.__version__, "source": "tokenizer_spm_tiny/tokenizer.model", "cases": len(srecs),
+                 "vocab_size": spm_tok.get_vocab_size(with_added_tokens=True)}, srecs)
+    print(f"tokenizer_spm_tiny: vocab {spm_tok.get_vocab_size(with_added_tokens=True)}, {len(srecs)} cases")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 /* Dequantization of every weight type, by every kernel path this CPU runs, against values the gguf
- * package's numpy dequantizers computed (tests/reference/gen_quant_fixtures.py), bit for bit; and
+ * package's numpy dequantizers computed (tests/reference/gen_quant_fixtures.py), bit for bit; matvec
+ * and matmul of small matrices against numpy's float64 products of those dequantized weights; and
  * f16 / bf16 conversions against numpy and (f16) the CPU's F16C instructions. */
 #include <math.h>
 #include <stdint.h>
@@ -116,6 +117,62 @@ static void test_type(const char *name, gm_dtype type) {
     free(fx.values);
 }
 
+/* W (rows x cols of `type`) . x against numpy in float64, within 1e-5 of sum |w| |x| */
+static void test_matvec_fixture(const char *name, gm_dtype type) {
+    char path[1024], file[64];
+    snprintf(file, sizeof file, "quant/%s_matvec.bin", name);
+    size_t len;
+    uint8_t *buf = read_all(gm_test_fixture(file, path, sizeof path), &len);
+    CHECK(buf != NULL, "cannot read fixture %s", path);
+    if (!buf) return;
+    uint32_t hdr[4] = {0};
+    if (len >= 20) memcpy(hdr, buf + 4, 16);
+    uint32_t rows = hdr[1], cols = hdr[2], nbytes = hdr[3];
+    int ok = len >= 20 && memcmp(buf, "GMMV", 4) == 0 && hdr[0] == (uint32_t)type &&
+             len == 20 + (size_t)nbytes + 4 * (size_t)cols + 16 * (size_t)rows &&
+             gm_kernels_bytes_of(type, cols) * rows == nbytes;
+    CHECK(ok, "fixture %s is malformed", path);
+    if (!ok) {
+        free(buf);
+        return;
+    }
+    const uint8_t *W = buf + 20;
+    size_t rb = gm_kernels_bytes_of(type, cols);
+    float *x = malloc(4 * (size_t)cols * 3), *y = malloc(4 * (size_t)rows * 3);
+    double *want = malloc(8 * (size_t)rows), *absdot = malloc(8 * (size_t)rows);
+    memcpy(x, W + nbytes, 4 * (size_t)cols);
+    memcpy(want, W + nbytes + 4 * (size_t)cols, 8 * (size_t)rows);
+    memcpy(absdot, W + nbytes + 4 * (size_t)cols + 8 * (size_t)rows, 8 * (size_t)rows);
+    for (int t = 1; t < 3; t++) memcpy(x + (size_t)t * cols, x, 4 * (size_t)cols); /* T = 3 identical inputs */
+    const char *isas[] = {"scalar", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++) {
+        const gm_kernel_ops *ops = gm_kernels_lookup(isas[i]);
+        if (!ops) continue;
+        for (int mm = 0; mm < 2; mm++) {
+            if (mm) ops->matmul(type, W, rb, rows, cols, x, 3, y, rows);
+            else ops->matvec(type, W, rb, rows, cols, x, y);
+            int bad = 0;
+            for (uint32_t r = 0; r < rows * (mm ? 3u : 1u); r++) {
+                double err = fabs((double)y[r] - want[r % rows]);
+                if (!(err <= 1e-5 * absdot[r % rows] + 1e-30) && bad++ < 3)
+                    fprintf(stderr, "%s/%s %s: row %u: got %.9g want %.9g\n", name, isas[i], mm ? "matmul" : "matvec",
+                            r % rows, y[r], want[r % rows]);
+            }
+            CHECK(bad == 0, "%s/%s %s: %d of %u outputs differ from numpy", name, isas[i], mm ? "matmul" : "matvec", bad,
+                  rows);
+        }
+    }
+    gm_matvec(type, W, rb, rows, cols, x, y);
+    int bad = 0;
+    for (uint32_t r = 0; r < rows; r++) bad += !(fabs((double)y[r] - want[r]) <= 1e-5 * absdot[r] + 1e-30);
+    CHECK(bad == 0, "%s: dispatched gm_matvec: %d of %u outputs differ from numpy", name, bad, rows);
+    free(x);
+    free(y);
+    free(want);
+    free(absdot);
+    free(buf);
+}
+
 static void test_fp16_fixture(void) {
     char path[1024];
     size_t len;
@@ -192,7 +249,10 @@ int main(void) {
         {"F32", GM_F32},   {"F16", GM_F16},   {"BF16", GM_BF16}, {"Q4_0", GM_Q4_0}, {"Q4_1", GM_Q4_1}, {"Q5_0", GM_Q5_0},
         {"Q5_1", GM_Q5_1}, {"Q8_0", GM_Q8_0}, {"Q4_K", GM_Q4_K}, {"Q5_K", GM_Q5_K}, {"Q6_K", GM_Q6_K},
     };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) test_type(types[i].name, types[i].type);
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        test_type(types[i].name, types[i].type);
+        test_matvec_fixture(types[i].name, types[i].type);
+    }
     test_fp16_fixture();
     test_f16_hardware();
     printf("kernels chosen: %s\n", gm_kernels_isa());

@@ -178,6 +178,26 @@ static void test_ref_consistency(gm_dtype t) {
     free(w);
 }
 
+/* empty shapes: cols = 0 gives zeros, rows = 0 or T = 0 writes nothing */
+static void test_empty(const gm_kernel_ops *ops) {
+    float x[4] = {1, 2, 3, 4}, y[8];
+    uint8_t w[64] = {0};
+    for (int i = 0; i < 8; i++) y[i] = -777.0f;
+    ops->matvec(GM_F32, w, 0, 3, 0, x, y);
+    CHECK(y[0] == 0 && y[1] == 0 && y[2] == 0 && y[3] == -777.0f, "%s: matvec with 0 columns", ops->name);
+    for (int i = 0; i < 8; i++) y[i] = -777.0f;
+    ops->matmul(GM_F32, w, 0, 3, 0, x, 2, y, 4);
+    CHECK(y[0] == 0 && y[2] == 0 && y[3] == -777.0f && y[4] == 0 && y[6] == 0 && y[7] == -777.0f,
+          "%s: matmul with 0 columns", ops->name);
+    for (int i = 0; i < 8; i++) y[i] = -777.0f;
+    ops->matvec(GM_Q8_0, w, 34, 0, 32, x, y);
+    ops->matmul(GM_Q8_0, w, 34, 0, 32, x, 1, y, 1);
+    ops->matmul(GM_Q8_0, w, 34, 1, 32, x, 0, y, 1);
+    int untouched = 1;
+    for (int i = 0; i < 8; i++) untouched &= y[i] == -777.0f;
+    CHECK(untouched, "%s: 0 rows or 0 inputs wrote output", ops->name);
+}
+
 int main(void) {
     static const gm_dtype types[] = {GM_F32,  GM_F16,  GM_BF16, GM_Q4_0, GM_Q4_1, GM_Q5_0,
                                      GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K};
@@ -189,6 +209,7 @@ int main(void) {
     const char *isas[] = {"avx2", "avx512"};
     int ran = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) test_ref_consistency(types[ti]);
+    test_empty(&gm_kernels_scalar);
     for (int ii = 0; ii < 2; ii++) {
         const gm_kernel_ops *ops = gm_kernels_lookup(isas[ii]);
         if (!ops) {
@@ -196,6 +217,7 @@ int main(void) {
             continue;
         }
         ran++;
+        test_empty(ops);
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             gm_dtype t = types[ti];
             const gm_dtype_info *di = gm_dtype_get(t);

@@ -10,6 +10,18 @@
 #include "test_util.h"
 #include "tokenizer_fixture.h"
 
+/* time limits: sanitizer builds run several times slower */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOW 6.0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOW 6.0
+#endif
+#endif
+#ifndef SLOW
+#define SLOW 1.0
+#endif
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -25,7 +37,8 @@ static bool has_decode_disagreement(const gm_tokenizer *tok, const tf_file *f, c
 }
 
 static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const char *label) {
-    size_t mismatches = 0, compared = 0, dec_compared = 0, dec_mismatch = 0, raw_ok = 0, raw_checked = 0;
+    size_t mismatches = 0, compared = 0, dec_compared = 0, dec_mismatch = 0, raw_ok = 0, raw_checked = 0, rt_ok = 0,
+           rt_n = 0;
     for (size_t k = 0; k < f->n; k++) {
         const tf_case *c = &f->cases[k];
         if (gguf && c->no_gguf) continue;
@@ -49,6 +62,19 @@ static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const c
                 memcmp(text, c->dec, tl)) {
                 if (dec_mismatch++ < 5) fprintf(stderr, "%s decode mismatch case %zu: \"%.60s\"\n", label, k, text);
             }
+            gm_free(text);
+        }
+        /* decode(encode(s)) == s for valid UTF-8 (has "dec") without control tokens or a literal U+2581 */
+        bool ctl = false;
+        for (size_t i = 0; i < n; i++) ctl |= gm_tokenizer_is_control(tok, ids[i]);
+        if (c->dec && !ctl && !memmem(c->text, c->len, "\xe2\x96\x81", 3)) {
+            char *text;
+            size_t tl;
+            rt_n++;
+            if (gm_tokenizer_decode_len(tok, ids, n, &text, &tl) == GM_OK && tl == c->len && !memcmp(text, c->text, tl))
+                rt_ok++;
+            else
+                fprintf(stderr, "%s: decode(encode(s)) != s, case %zu\n", label, k);
             gm_free(text);
         }
         /* raw round trip through token_bytes (invalid UTF-8 and NUL included), when no control token */
@@ -79,6 +105,8 @@ static void parity(const gm_tokenizer *tok, const tf_file *f, bool gguf, const c
     CHECK(dec_compared >= 300 && dec_mismatch == 0, "%s: decode: %zu mismatches of %zu", label, dec_mismatch,
           dec_compared);
     CHECK(raw_checked >= 400 && raw_ok == raw_checked, "%s: raw round trip %zu/%zu", label, raw_ok, raw_checked);
+    printf("%s: decode(encode(s)) == s for %zu/%zu valid strings\n", label, rt_ok, rt_n);
+    CHECK(rt_n >= 400 && rt_ok == rt_n, "%s: decode(encode(s)) == s for %zu/%zu", label, rt_ok, rt_n);
 }
 
 static void decode_pieces(const gm_tokenizer *tok) {
@@ -110,10 +138,15 @@ static void decode_pieces(const gm_tokenizer *tok) {
 static double time_encode(const gm_tokenizer *tok, const char *s, size_t len, bool utf8, size_t *n_out) {
     int32_t *ids = NULL;
     size_t n = 0;
-    double t0 = now_s();
-    gm_status st = gm_tokenizer_encode(tok, s, len, false, &ids, &n);
-    double dt = now_s() - t0;
-    CHECK(st == GM_OK, "encode of %zu bytes: %s", len, gm_last_error());
+    double dt = 1e30;
+    for (int rep = 0; rep < 2; rep++) { /* best of two: the machine is shared */
+        gm_free(ids);
+        double t0 = now_s();
+        gm_status st = gm_tokenizer_encode(tok, s, len, false, &ids, &n);
+        double t = now_s() - t0;
+        if (t < dt) dt = t;
+        CHECK(st == GM_OK, "encode of %zu bytes: %s", len, gm_last_error());
+    }
     /* the result must still be the input */
     char *text;
     size_t tl;
@@ -140,21 +173,22 @@ static void linear_time(const gm_tokenizer *tok) {
     double t_small = time_encode(tok, s, small, true, &n1), t_big = time_encode(tok, s, big, true, &n2);
     printf("no-space letters: %zu bytes %.3f s (%zu ids), %zu bytes %.3f s (%zu ids)\n", small, t_small, n1, big, t_big,
            n2);
-    CHECK(t_big < 3.0, "1 MB without spaces took %.2f s", t_big);
-    CHECK(t_big < 10 * t_small + 0.05, "not linear: %.3f s for 1 MB vs %.3f s for 256 KB", t_big, t_small);
+    CHECK(t_big < 3.0 * SLOW, "1 MB without spaces took %.2f s", t_big);
+    /* linear: ~4x (x2 for cache effects); quadratic would be 16x */
+    CHECK(t_big < 10 * t_small + 0.1, "not linear: %.3f s for 1 MB vs %.3f s for 256 KB", t_big, t_small);
     memset(s, 'a', big);
     double t_same = time_encode(tok, s, big, true, &n1);
     printf("1 MB of 'a': %.3f s (%zu ids)\n", t_same, n1);
-    CHECK(t_same < 3.0, "1 MB of one letter took %.2f s", t_same);
+    CHECK(t_same < 3.0 * SLOW, "1 MB of one letter took %.2f s", t_same);
     const char *han = "\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97"; /* 中文字 */
     for (size_t i = 0; i + 9 <= big; i += 9) memcpy(s + i, han, 9);
     double t_cjk = time_encode(tok, s, big / 9 * 9, true, &n1);
     printf("1 MB of CJK: %.3f s (%zu ids)\n", t_cjk, n1);
-    CHECK(t_cjk < 3.0, "1 MB of CJK took %.2f s", t_cjk);
+    CHECK(t_cjk < 3.0 * SLOW, "1 MB of CJK took %.2f s", t_cjk);
     for (size_t i = 0; i < big; i++) s[i] = (char)(0x80 + i % 64); /* all invalid UTF-8 */
     double t_bad = time_encode(tok, s, big, false, &n1);
     CHECK(n1 == big, "1 MB of invalid bytes: %zu ids, want one per byte", n1);
-    CHECK(t_bad < 3.0, "1 MB of invalid bytes took %.2f s", t_bad);
+    CHECK(t_bad < 3.0 * SLOW, "1 MB of invalid bytes took %.2f s", t_bad);
     free(s);
 }
 
