@@ -407,6 +407,9 @@ void gm_dataset_free(gm_dataset *d);
 size_t gm_dataset_size(const gm_dataset *d);
 const gm_train_example *gm_dataset_get(const gm_dataset *d, size_t i);
 gm_dataset_summary gm_dataset_summary_of(const gm_dataset *d);
+/* PNG line chart of a run (src/plot/loss_plot.c): training loss at steps[i], evaluation loss at eval_steps[i]. */
+gm_status gm_plot_loss_png(const char *path, const int64_t *steps, const double *loss, size_t n,
+                           const int64_t *eval_steps, const double *eval_loss, size_t n_eval, const char *title);
 
 #ifdef __cplusplus
 }

@@ -41,10 +41,30 @@ static const char *HELP =
     "  --strict               refuse the data at its first malformed line instead of skipping it\n"
     "  --json                 one JSON object per line on stdout: {\"step\",\"loss\",\"tok_s\"} per step,\n"
     "                         {\"step\",\"eval_loss\"} per evaluation (step 0 included)\n"
+    "  --plot PNG             draw the training and evaluation losses into PNG at the end\n"
     "  --quiet                no per-step lines (with --json: only the JSON)\n";
 
+typedef struct history {
+    int64_t *steps, *esteps;
+    double *loss, *eloss;
+    size_t n, ne, cap, ecap;
+} history;
+
+static void remember(int64_t **st, double **v, size_t *n, size_t *cap, int64_t step, double x) {
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        int64_t *a = realloc(*st, c * sizeof *a);
+        if (a) *st = a;
+        double *b = realloc(*v, c * sizeof *b);
+        if (b) *v = b;
+        if (!a || !b) return;
+        *cap = c;
+    }
+    (*st)[*n] = step, (*v)[*n] = x, (*n)++;
+}
+
 typedef struct train_flags {
-    const char *model, *data, *eval, *out, *resume;
+    const char *model, *data, *eval, *out, *resume, *plot;
     gm_train_options opt;
     long steps, batch, seq_len, warmup, save_every, eval_every;
     bool strict, json, quiet;
@@ -83,6 +103,9 @@ static int parse(int argc, char **argv, train_flags *f) {
         } else if (VAL("--out", NULL)) {
             NEED(1, "--out needs a folder");
             f->out = v;
+        } else if (VAL("--plot", NULL)) {
+            NEED(1, "--plot needs a file name");
+            f->plot = v;
         } else if (VAL("--resume", NULL)) {
             NEED(1, "--resume needs a folder");
             f->resume = v;
@@ -221,6 +244,7 @@ int cmd_train(int argc, char **argv) {
     gm_dataset *train = NULL, *eval = NULL;
     gm_train_example *batch = NULL;
     order ord = {0};
+    history hist = {0};
     int rc = 0;
     gm_status st = gm_trainer_create(f.model, &f.opt, &t);
     if (st != GM_OK) {
@@ -286,6 +310,7 @@ int cmd_train(int argc, char **argv) {
         double el;
         if ((st = evaluate(t, eval, f.batch, &el)) != GM_OK) goto step_failed;
         last_eval = step;
+        remember(&hist.esteps, &hist.eloss, &hist.ne, &hist.ecap, step, el);
         if (root && f.json) printf("{\"step\":%lld,\"eval_loss\":%.6f}\n", (long long)step, el);
         else if (root) fprintf(info, "step %lld: eval loss %.4f\n", (long long)step, el);
         fflush(stdout);
@@ -300,6 +325,7 @@ int cmd_train(int argc, char **argv) {
         if ((st = gm_trainer_step(t, batch, (int)f.batch, &s)) != GM_OK) goto step_failed;
         step = gm_trainer_steps_done(t);
         double tok_s = s.seconds > 0 ? (double)s.tokens / s.seconds : 0;
+        remember(&hist.steps, &hist.loss, &hist.n, &hist.cap, step, s.loss);
         if (root && f.json) printf("{\"step\":%lld,\"loss\":%.6f,\"tok_s\":%.1f}\n", (long long)step, s.loss, tok_s);
         else if (root && !f.quiet)
             fprintf(info, "step %lld/%ld: loss %.4f, grad norm %.3f, lr %.3g, %.1f tok/s\n", (long long)step, f.steps,
@@ -314,6 +340,7 @@ int cmd_train(int argc, char **argv) {
             double el;
             if ((st = evaluate(t, eval, f.batch, &el)) != GM_OK) goto step_failed;
             last_eval = step;
+            remember(&hist.esteps, &hist.eloss, &hist.ne, &hist.ecap, step, el);
             if (root && f.json) printf("{\"step\":%lld,\"eval_loss\":%.6f}\n", (long long)step, el);
             else if (root) fprintf(info, "step %lld: eval loss %.4f\n", (long long)step, el);
             fflush(stdout);
@@ -334,6 +361,14 @@ int cmd_train(int argc, char **argv) {
         }
         if (root) fprintf(info, "saved step %lld to %s\n", (long long)step, f.out);
     }
+    if (root && f.plot && hist.n + hist.ne > 0) {
+        char title[256], what[64] = "full fine-tuning";
+        if (f.opt.lora_rank) snprintf(what, sizeof what, "LoRA rank %d", f.opt.lora_rank);
+        snprintf(title, sizeof title, "gemma train: %s, batch %ld, lr %g", what, f.batch, lr0);
+        if (gm_plot_loss_png(f.plot, hist.steps, hist.loss, hist.n, hist.esteps, hist.eloss, hist.ne, title) != GM_OK)
+            rc = cli_error("train", "%s", gm_last_error());
+        else fprintf(info, "plot written to %s\n", f.plot);
+    }
     if (cli_interrupted) rc = 130;
     goto done;
 step_failed:
@@ -343,6 +378,7 @@ done:
     if (rc != 0 && rc != 130 && t && gm_trainer_ranks(t) > 1) abort_mpi_job(); /* no rank left waiting */
     free(batch);
     free(ord.perm);
+    free(hist.steps), free(hist.loss), free(hist.esteps), free(hist.eloss);
     gm_dataset_free(train);
     gm_dataset_free(eval);
     gm_trainer_free(t);

@@ -2,7 +2,7 @@
 # `gemma train` end to end on the tiny model with a tokenizer (tests/fixtures/hf_train_tok):
 #   --json lines (eval at step 0 and at the end, one line per step), malformed lines reported with their
 #   line numbers and skipped, --strict refusing them, truncation counted, memory printed per device, a
-#   checkpoint folder that `gemma generate` loads, --resume on another device count continuing the step count,
+#   loss plot (PNG), a checkpoint folder that `gemma generate` loads, --resume on another device count continuing the step count,
 #   an --out that cannot be a folder, and a NaN loss stopping with its step number and saving nothing.
 set -u
 CLI=${GM_CLI:?GM_CLI must name the gemma binary}
@@ -29,7 +29,7 @@ run() { "$CLI" train -m "$FIX/hf_train_tok" --data "$T/train.jsonl" --eval "$T/e
   --lr 1e-2 "$@"; }
 
 # ---- a run: 2 devices, JSON, checkpoint every 3 steps ----
-run --devices 2 --steps 6 --json --out "$T/ck" --save-every 3 >"$T/out.json" 2>"$T/err.txt"
+run --devices 2 --steps 6 --json --out "$T/ck" --save-every 3 --plot "$T/curve.png" >"$T/out.json" 2>"$T/err.txt"
 rc=$?
 [ $rc -eq 0 ] && ok "train exits 0" || { bad "train exit $rc"; cat "$T/err.txt"; }
 [ "$(grep -c '"eval_loss"' "$T/out.json")" -eq 2 ] && ok "eval at step 0 and at the end" || bad "eval lines: $(cat "$T/out.json")"
@@ -40,6 +40,7 @@ grep -q 'train.jsonl:9: not valid JSON' "$T/err.txt" && ok "malformed line 9 rep
 grep -q 'train.jsonl:12: has "prompt" but no "response"' "$T/err.txt" && ok "line 12 reported" || bad "line 12 not reported"
 grep -q '2 malformed skipped, 1 truncated to 24 tokens' "$T/err.txt" && ok "summary counts" || bad "summary: $(grep '^data' "$T/err.txt")"
 [ "$(grep -c 'memory after the first step, device' "$T/err.txt")" -eq 2 ] && ok "memory per device" || bad "memory lines"
+[ "$(head -c 4 "$T/curve.png" | od -An -tx1 | tr -d ' ')" = "89504e47" ] && ok "--plot wrote a PNG" || bad "--plot"
 if command -v python3 >/dev/null; then
   python3 - "$T/out.json" <<'PY' && ok "JSON lines parse, losses finite" || bad "JSON lines"
 import json, math, sys
