@@ -6,10 +6,20 @@
 #include <time.h>
 
 #include "kernels/gemm.h"
+#include "kernels/matvec.h"
+#define gm_sgemm_isa_name gm_kernels_isa
 
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* CPU time of the whole process (all threads): on a shared machine, wall time also counts the time
+ * other processes held the cores */
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
@@ -37,13 +47,15 @@ int main(int argc, char **argv) {
         size_t lda = cases[c].ta ? M : K, ldb = cases[c].tb ? K : N;
         gm_gemm(g, cases[c].ta, cases[c].tb, M, N, K, 1, A, lda, B, ldb, 0, C, N);
         int reps = 0;
-        double t0 = now(), t;
+        double t0 = now(), c0 = cpu(), t;
         do {
             gm_gemm(g, cases[c].ta, cases[c].tb, M, N, K, 1, A, lda, B, ldb, 0, C, N);
             reps++;
         } while ((t = now() - t0) < 0.5 || reps < 2);
-        printf("%-34s %5zu x %5zu x %5zu: %7.1f GFLOP/s (%s, %d threads)\n", cases[c].what, M, N, K,
-               2.0 * M * N * K * reps / t * 1e-9, "dispatch", threads);
+        double ct = cpu() - c0;
+        printf("%-34s %5zu x %5zu x %5zu: %7.1f GFLOP/s wall, %7.1f per CPU-second (%s, %d threads)\n", cases[c].what,
+               M, N, K, 2.0 * M * N * K * reps / t * 1e-9, 2.0 * M * N * K * reps / ct * 1e-9, gm_sgemm_isa_name(),
+               threads);
         free(A), free(B), free(C);
     }
     gm_gemm_ctx_free(g);

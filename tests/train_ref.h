@@ -20,7 +20,9 @@ typedef struct train_ref {
     int32_t tokens[REF_STEPS][REF_SEQS][32];
     uint8_t mask[REF_STEPS][REF_SEQS][32];
     gm_train_example batch[REF_STEPS][REF_SEQS];
-    double loss, lora_loss, full_losses[REF_STEPS], lora_losses[REF_STEPS];
+    double loss, lora_loss, full_losses[REF_STEPS], lora_losses[REF_STEPS], ada_losses[REF_STEPS];
+    double ada_lr;
+    int ada_min_dim;
     double lr, beta1, beta2, eps, wd, lora_alpha;
     int lora_rank;
     char folder[1024];
@@ -45,9 +47,12 @@ static inline void train_ref_load(train_ref *r) {
     r->wd = jnum(a, "weight_decay");
     const cJSON *lo = cJSON_GetObjectItemCaseSensitive(r->json, "lora");
     r->lora_rank = (int)jnum(lo, "rank"), r->lora_alpha = jnum(lo, "alpha");
+    const cJSON *af = cJSON_GetObjectItemCaseSensitive(r->json, "adafactor");
+    r->ada_lr = jnum(af, "lr"), r->ada_min_dim = (int)jnum(af, "min_dim_size_to_factor");
     for (int s = 0; s < REF_STEPS; s++) {
         r->full_losses[s] = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->json, "full_losses"), s)->valuedouble;
         r->lora_losses[s] = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->json, "lora_losses"), s)->valuedouble;
+        r->ada_losses[s] = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->json, "adafactor_losses"), s)->valuedouble;
         const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->json, "batches"), s);
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(b, "tokens"), *masks = cJSON_GetObjectItemCaseSensitive(b, "loss_mask");
         for (int q = 0; q < REF_SEQS; q++) {

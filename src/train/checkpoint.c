@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,15 +156,39 @@ static char *state_json(const gm_trainer *t) {
     return s;
 }
 
-/* Which optimizer tensors a trainable parameter has in optimizer.safetensors. */
-static int opt_states(const gm_trainer *t, const gm_tparam *p, const char **suffix, int *which) {
+/* Which optimizer tensors a trainable parameter has in optimizer.safetensors: which = 0 the parameter, 2 / 3 the
+ * sharded moments (AdamW m / v, Adafactor's unfactored v), 4 / 5 Adafactor's replicated row / column statistics. */
+static int opt_states(const gm_trainer *t, int i, const char **suffix, int *which) {
+    const gm_tparam *p = &t->params[i];
     int k = 0;
     if (t->opt.optimizer == GM_OPT_ADAMW) {
         suffix[k] = "exp_avg", which[k++] = 2;
         suffix[k] = "exp_avg_sq", which[k++] = 3;
+    } else {
+        size_t nr, nc;
+        if (gm_train_af_factored(t, i, &nr, &nc)) {
+            suffix[k] = "v_row", which[k++] = 4;
+            suffix[k] = "v_col", which[k++] = 5;
+        } else {
+            suffix[k] = "v", which[k++] = 3;
+        }
     }
     if (p->norm) suffix[k] = "param", which[k++] = 0;
     return k;
+}
+
+static gm_status af_ready_fn(gm_trainer *t, gm_tdev *d, void *arg) {
+    (void)arg;
+    return gm_train_af_ready(t, d);
+}
+
+static gm_status af_set_fn(gm_trainer *t, gm_tdev *d, void *arg) {
+    const float **a = arg; /* {index as pointer, which as pointer, data} */
+    int i = (int)(intptr_t)a[0], which = (int)(intptr_t)a[1];
+    size_t nr, nc;
+    gm_train_af_factored(t, i, &nr, &nc);
+    memcpy(which == 4 ? d->fr[i] : d->fc[i], a[2], (which == 4 ? nr : nc) * sizeof(float));
+    return GM_OK;
 }
 
 /* Everything below runs on every rank; `w` (rank 0 only) is NULL elsewhere. A write error on rank 0 stops
@@ -242,19 +267,31 @@ static gm_status save_state_tensors(gm_trainer *t, const char *path, bool writer
     for (int i = 0; i < t->n_params; i++) {
         const gm_tparam *p = &t->params[i];
         if (!p->trainable) continue;
-        const char *suf[3];
-        int wh[3], ns = adapters ? (p->lm >= 0) : opt_states(t, p, suf, wh);
+        const char *suf[4];
+        int wh[4], ns = adapters ? (p->lm >= 0) : opt_states(t, i, suf, wh);
         if (adapters) suf[0] = NULL, wh[0] = 0;
         for (int s = 0; s < ns; s++) {
             if (suf[s]) snprintf(names[nb], sizeof names[0], "%s.%s", p->name, suf[s]);
             else snprintf(names[nb], sizeof names[0], "%s", p->name);
             e[nb] = (gm_st_entry){names[nb], "F32", 2, {p->rows, p->cols}};
+            if (wh[s] >= 4) {
+                size_t nr, nc;
+                gm_train_af_factored(t, i, &nr, &nc);
+                e[nb] = (gm_st_entry){names[nb], "F32", 1, {wh[s] == 4 ? nr : nc, 0}};
+            }
             pidx[nb] = i, which[nb++] = wh[s];
         }
     }
     gm_st_writer w;
     gm_status wst = writer ? gm_st_write_begin(&w, path, e, (size_t)nb) : GM_OK, st = GM_OK;
     for (int k = 0; k < nb && st == GM_OK; k++) {
+        if (which[k] >= 4) { /* replicated: local device 0's copy */
+            size_t nr, nc;
+            gm_train_af_factored(t, pidx[k], &nr, &nc);
+            const float *v = which[k] == 4 ? t->dev[0].fr[pidx[k]] : t->dev[0].fc[pidx[k]];
+            if (writer && wst == GM_OK) wst = gm_st_write(&w, v, (which[k] == 4 ? nr : nc) * sizeof(float));
+            continue;
+        }
         st = gm_train_full_tensor(t, pidx[k], which[k], buf);
         if (st == GM_OK && writer && wst == GM_OK) wst = gm_st_write(&w, buf, (size_t)t->params[pidx[k]].n * sizeof(float));
     }
@@ -295,7 +332,8 @@ static gm_status prepare_dir(const char *dir) {
 
 gm_status gm_trainer_save(gm_trainer *t, const char *dir) {
     bool writer = t->rank == 0;
-    gm_status st = writer ? prepare_dir(dir) : GM_OK;
+    gm_status st = gm_train_run(t, af_ready_fn, NULL);
+    if (st == GM_OK && writer) st = prepare_dir(dir);
     GM_TRY(share_status(t, st));
     size_t most = 0;
     for (int i = 0; i < t->n_params; i++)
@@ -420,7 +458,8 @@ gm_status gm_trainer_resume(gm_trainer *t, const char *dir) {
     if (!buf) return gm_fail(GM_ERR_NOMEM, "out of memory");
     stfile model = {0}, opt = {0}, ad = {0};
     bool lora = t->opt.lora_rank > 0;
-    st = st_open(&opt, dir, "optimizer.safetensors");
+    st = gm_train_run(t, af_ready_fn, NULL);
+    if (st == GM_OK) st = st_open(&opt, dir, "optimizer.safetensors");
     if (st == GM_OK) st = lora ? st_open(&ad, dir, "adapter.safetensors") : st_open(&model, dir, "model.safetensors");
     for (int i = 0; i < t->n_params && st == GM_OK; i++) {
         const gm_tparam *p = &t->params[i];
@@ -435,11 +474,19 @@ gm_status gm_trainer_resume(gm_trainer *t, const char *dir) {
             st = st_get(&model, name, p->n, buf);
         }
         if (st == GM_OK) st = gm_train_set_full(t, i, 0, buf);
-        const char *suf[3];
-        int wh[3], ns = opt_states(t, p, suf, wh);
+        const char *suf[4];
+        int wh[4], ns = opt_states(t, i, suf, wh);
         for (int s = 0; s < ns && st == GM_OK; s++) {
             if (wh[s] == 0) continue;
             snprintf(name, sizeof name, "%s.%s", p->name, suf[s]);
+            if (wh[s] >= 4) {
+                size_t nr, nc;
+                gm_train_af_factored(t, i, &nr, &nc);
+                st = st_get(&opt, name, wh[s] == 4 ? nr : nc, buf);
+                const float *arg[3] = {(const float *)(intptr_t)i, (const float *)(intptr_t)wh[s], buf};
+                if (st == GM_OK) st = gm_train_run(t, af_set_fn, arg);
+                continue;
+            }
             st = st_get(&opt, name, p->n, buf);
             if (st == GM_OK) st = gm_train_set_full(t, i, wh[s], buf);
         }

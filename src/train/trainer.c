@@ -245,6 +245,7 @@ static void dev_free(gm_trainer *t, gm_tdev *d) {
         if (d->vblock) free(d->vblock[u]);
     }
     for (int i = 0; d->fr && i < t->n_params; i++) free(d->fr[i]), free(d->fc[i]);
+    for (int i = 0; d->v && t->opt.optimizer == GM_OPT_ADAFACTOR && i < t->n_params; i++) free(d->v[i]);
     free(d->w), free(d->g), free(d->m), free(d->v), free(d->fr), free(d->fc);
     free(d->wblock), free(d->gblock), free(d->mblock), free(d->vblock), free(d->unit_w), free(d->unit_g);
     free(d->layer_w), free(d->layer_g), free(d->embed_w), free(d->embed_g), free(d->final_w), free(d->final_g);
@@ -296,6 +297,7 @@ gm_status gm_trainer_create_ex(const char *path, const gm_train_options *o_in, i
     if (!t) return gm_fail(GM_ERR_NOMEM, "out of memory");
     t->opt = o;
     t->force_split = force_split;
+    t->af_min_dim = 128;
     t->rank = 0, t->n_ranks = 1;
     gm_status st = GM_OK;
     if (o.use_mpi && launched_by_mpirun()) st = gm_mpi_init(&t->rank, &t->n_ranks);

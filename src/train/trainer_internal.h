@@ -49,6 +49,7 @@ typedef struct gm_tdev {
     float **unit_w, **unit_g;
     float *layer_w, *layer_g, *embed_w, *embed_g, *final_w, *final_g, *pack;
     gm_train_memory mem;
+    bool af_ready;              /* Adafactor state allocated (at the first step) */
 } gm_tdev;
 
 struct gm_trainer {
@@ -67,6 +68,7 @@ struct gm_trainer {
     gm_tdev *dev;
     gm_pool *devices;
     int force_split;            /* tests: split every matrix (rows, or columns for o / down) whatever its size */
+    int af_min_dim;             /* Adafactor: factor only blocks whose smaller side is at least this (optax: 128) */
     int64_t step;               /* optimizer steps done */
     int64_t examples_seen;      /* examples of the steps done (saved in checkpoints) */
 };
@@ -94,6 +96,10 @@ gm_status gm_train_set_full(gm_trainer *t, int p, int which, const float *src);
 
 /* optim.c */
 gm_status gm_train_optim_alloc(gm_trainer *t, gm_tdev *d);
+/* Adafactor: allocate the state if not yet done (it waits for the first step so tests can set af_min_dim);
+ * whether tensor i is factored and the lengths of its row / column statistics (replicated on every device). */
+gm_status gm_train_af_ready(gm_trainer *t, gm_tdev *d);
+bool gm_train_af_factored(const gm_trainer *t, int i, size_t *nrow, size_t *ncol);
 /* Update this device's shards; clip = factor applied to the gradients (1 = none). */
 gm_status gm_train_optim_step(gm_trainer *t, gm_tdev *d, float clip);
 

@@ -16,6 +16,11 @@ The loss is the seed's Seq2SeqTask loss: input = seq[:-1], target = seq[1:], cro
 whose loss mask is 1 and divided by the number of such positions in the whole batch. Sequences of a batch are run
 one by one (batch size 1, no padding), so no attention mask is involved.
 
+Adafactor: 10 steps of optax.adafactor(lr 1e-2, min_dim_size_to_factor 16, other arguments at their defaults) applied
+to the parameters in the seed library's (JAX gemma) layout -- q_einsum [N, D, H], kv_einsum [2, K, D, H],
+attn_vec_einsum [N, H, D], gating_einsum [2, F, D], linear [F, D], norm scales -- with the gradients PyTorch
+computes for the same weights (converted to that layout each step): "adafactor_losses".
+
 Curves: 10 steps of torch.optim.AdamW (lr 3e-3, betas (0.9, 0.95), eps 1e-8, weight_decay 0.1) on batches 0..9,
 from the fixture weights; full fine-tuning, and LoRA (rank 4, alpha 8, A ~ U(-1/sqrt(in), 1/sqrt(in)) stored in the
 fixture, B = 0, base frozen) on q, k, v, o, gate, up, down. losses[i] is the loss of batch i before step i's update.
@@ -47,6 +52,7 @@ LORA_RANK, LORA_ALPHA = 4, 8.0
 LORA_MODULES = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
                 "mlp.up_proj", "mlp.down_proj"]
 STEPS, SEQS_PER_BATCH = 10, 4
+ADAFACTOR_LR, ADAFACTOR_MIN_DIM = 1e-2, 16
 
 
 def randomize(model, g):
@@ -137,8 +143,75 @@ def curve(model, params, batches):
     return losses
 
 
+def to_seed(model, grads=False):
+    """Parameters (or their gradients) of a Gemma3ForCausalLM in the seed library's layout, as numpy float32."""
+    c = model.config
+    N, K, H, D = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.hidden_size
+    get = (lambda p: p.grad.detach().numpy().astype("float32")) if grads else (lambda p: p.detach().numpy().copy())
+    tree = {"embedder": {"input_embedding": get(model.model.embed_tokens.weight)},
+            "final_norm": {"scale": get(model.model.norm.weight)}}
+    for i, L in enumerate(model.model.layers):
+        a, m = L.self_attn, L.mlp
+        kv = [get(w).reshape(K, H, D).transpose(0, 2, 1) for w in (a.k_proj.weight, a.v_proj.weight)]
+        tree[f"layer_{i}"] = {
+            "q_einsum": get(a.q_proj.weight).reshape(N, H, D).transpose(0, 2, 1),
+            "kv_einsum": __import__("numpy").stack(kv),
+            "attn_vec_einsum": get(a.o_proj.weight).T.reshape(N, H, D),
+            "query_norm": get(a.q_norm.weight), "key_norm": get(a.k_norm.weight),
+            "gating_einsum": __import__("numpy").stack([get(m.gate_proj.weight), get(m.up_proj.weight)]),
+            "linear": get(m.down_proj.weight).T,
+            "pre_attention_norm": get(L.input_layernorm.weight), "post_attention_norm": get(L.post_attention_layernorm.weight),
+            "pre_ffw_norm": get(L.pre_feedforward_layernorm.weight), "post_ffw_norm": get(L.post_feedforward_layernorm.weight),
+        }
+    return tree
+
+
+def from_seed(model, tree):
+    import numpy as np
+    c = model.config
+    N, K, H, D = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.hidden_size
+    put = lambda p, v: p.data.copy_(torch.from_numpy(np.ascontiguousarray(np.asarray(v, dtype=np.float32))))
+    put(model.model.embed_tokens.weight, tree["embedder"]["input_embedding"])
+    put(model.model.norm.weight, tree["final_norm"]["scale"])
+    for i, L in enumerate(model.model.layers):
+        t, a, m = tree[f"layer_{i}"], L.self_attn, L.mlp
+        put(a.q_proj.weight, np.asarray(t["q_einsum"]).transpose(0, 2, 1).reshape(N * H, D))
+        put(a.k_proj.weight, np.asarray(t["kv_einsum"][0]).transpose(0, 2, 1).reshape(K * H, D))
+        put(a.v_proj.weight, np.asarray(t["kv_einsum"][1]).transpose(0, 2, 1).reshape(K * H, D))
+        put(a.o_proj.weight, np.asarray(t["attn_vec_einsum"]).reshape(N * H, D).T)
+        put(a.q_norm.weight, t["query_norm"]), put(a.k_norm.weight, t["key_norm"])
+        put(m.gate_proj.weight, t["gating_einsum"][0]), put(m.up_proj.weight, t["gating_einsum"][1])
+        put(m.down_proj.weight, np.asarray(t["linear"]).T)
+        put(L.input_layernorm.weight, t["pre_attention_norm"]), put(L.post_attention_layernorm.weight, t["post_attention_norm"])
+        put(L.pre_feedforward_layernorm.weight, t["pre_ffw_norm"]), put(L.post_feedforward_layernorm.weight, t["post_ffw_norm"])
+
+
+def adafactor_curve(model, batches):
+    import jax
+    import optax
+    tx = optax.adafactor(learning_rate=ADAFACTOR_LR, min_dim_size_to_factor=ADAFACTOR_MIN_DIM)
+    params = jax.tree.map(jax.numpy.asarray, to_seed(model))
+    state = tx.init(params)
+    losses = []
+    for b in batches:
+        model.zero_grad()
+        loss = batch_loss(model, b)
+        loss.backward()
+        losses.append(loss.item())
+        grads = jax.tree.map(jax.numpy.asarray, to_seed(model, grads=True))
+        updates, state = tx.update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+        from_seed(model, jax.tree.map(lambda x: __import__("numpy").asarray(x), params))
+    return losses
+
+
 def load(folder):
     return Gemma3ForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").train()
+
+
+def optax_version():
+    import optax
+    return optax.__version__
 
 
 def main():
@@ -182,6 +255,9 @@ def main():
     lora_params = [p for m in mods.values() for p in (m.a, m.b)]
     lora_losses = curve(ref, lora_params, batches)
 
+    ref = load(folder)
+    ada_losses = adafactor_curve(ref, batches)
+
     safetensors.torch.save_file({k: v.contiguous() for k, v in tensors.items()},
                                 os.path.join(FIX, "hf_train_tiny_ref.safetensors"))
     out = dict(
@@ -190,11 +266,13 @@ def main():
         lora=dict(rank=LORA_RANK, alpha=LORA_ALPHA, modules=LORA_MODULES),
         adamw=dict(lr=ADAMW["lr"], beta1=ADAMW["betas"][0], beta2=ADAMW["betas"][1], eps=ADAMW["eps"],
                    weight_decay=ADAMW["weight_decay"]),
-        full_losses=full_losses, lora_losses=lora_losses, batches=batches)
+        full_losses=full_losses, lora_losses=lora_losses,
+        adafactor=dict(lr=ADAFACTOR_LR, min_dim_size_to_factor=ADAFACTOR_MIN_DIM, optax=optax_version()),
+        adafactor_losses=ada_losses, batches=batches)
     with open(os.path.join(FIX, "hf_train_tiny_ref.json"), "w") as f:
         json.dump(out, f, indent=None, separators=(",", ":"))
         f.write("\n")
-    print("loss", loss0.item(), "full", full_losses, "lora", lora_losses)
+    print("loss", loss0.item(), "full", full_losses, "lora", lora_losses, "adafactor", ada_losses)
 
     # a tiny model that can read text: for the CLI tests
     tok_folder = os.path.join(FIX, "hf_train_tok")

@@ -5,7 +5,9 @@
  * on 2 ranks:
  *   - the loss of batch 0 and the gradient of every parameter (relative L2 error <= 1e-4 per tensor);
  *   - the same with LoRA adapters (rank 4, random A and B from the fixture): adapter gradients;
- *   - 10 AdamW steps (full fine-tuning, and LoRA from B = 0): every step's loss within 1e-5 relative. */
+ *   - 10 AdamW steps (full fine-tuning, and LoRA from B = 0): every step's loss within 1e-5 relative;
+ *   - 10 Adafactor steps against optax.adafactor on the seed's parameter layout (blocks of at least 16 factored,
+ *     so factored and unfactored tensors both occur): every step's loss within 1e-5 relative. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 
@@ -75,7 +77,7 @@ static void check_curve(train_ref *r, gm_trainer *t, const double *want, const c
         if (e > worst) worst = e;
         CHECK(e <= 1e-5, "%s: step %d: loss %.8f, PyTorch %.8f (relative %.2e)", what, s + 1, st.loss, want[s], e);
     }
-    if (mpi_rank_is_root) printf("%s: 10 AdamW steps, worst relative loss difference %.2e\n", what, worst);
+    if (mpi_rank_is_root) printf("%s: 10 steps, worst relative loss difference %.2e\n", what, worst);
 }
 
 static void run_ex(train_ref *r, int devices, int force_split) {
@@ -90,6 +92,16 @@ static void run_ex(train_ref *r, int devices, int force_split) {
     snprintf(what, sizeof what, "full, %d device%s%s", P, P > 1 ? "s" : "", force_split ? " (row/column splits)" : "");
     check_grads(r, t, false, what);
     check_curve(r, t, r->full_losses, what);
+    gm_trainer_free(t);
+
+    train_ref_options(r, &o, devices, 0);
+    o.optimizer = GM_OPT_ADAFACTOR;
+    o.lr = r->ada_lr;
+    o.weight_decay = 0;
+    CHECK(gm_trainer_create_ex(r->folder, &o, force_split, &t) == GM_OK, "create: %s", gm_last_error());
+    t->af_min_dim = r->ada_min_dim;
+    snprintf(what, sizeof what, "Adafactor, %d device%s%s", P, P > 1 ? "s" : "", force_split ? " (row/column splits)" : "");
+    check_curve(r, t, r->ada_losses, what);
     gm_trainer_free(t);
 
     train_ref_options(r, &o, devices, 1);
