@@ -1,6 +1,7 @@
 /* Checkpoints against the PyTorch curves of hf_train_tiny_ref (gen_train_refs.py):
- *   - 5 AdamW steps on 2 devices, save, resume on 1 device (and LoRA: 3 devices -> 2): steps 6..10 give
- *     PyTorch's losses (1e-5 relative), so weights, optimizer moments and the step count survived;
+ *   - 5 AdamW steps on 2 devices, save, resume on 1 device (and LoRA: 3 devices -> 2; Adafactor: 2 -> 3):
+ *     steps 6..10 give PyTorch's (optax's) losses (1e-5 relative), so weights, optimizer moments and the step
+ *     count survived;
  *   - the saved folder loads in the inference engine (gm_model_load: HF layout, norms as w, LoRA merged) and
  *     its logits give PyTorch's loss of batch 6 after 5 steps;
  *   - a save that fails (file size limit = disk full) reports an error, deletes its temporaries and leaves the
@@ -193,6 +194,25 @@ static void lora_run(train_ref *r, const char *dir) {
     gm_trainer_free(t);
 }
 
+static void adafactor_run(train_ref *r, const char *dir) {
+    gm_train_options o;
+    gm_trainer *t;
+    train_ref_options(r, &o, 2, 0);
+    o.optimizer = GM_OPT_ADAFACTOR, o.lr = r->ada_lr, o.weight_decay = 0;
+    CHECK(gm_trainer_create(r->folder, &o, &t) == GM_OK, "%s", gm_last_error());
+    t->af_min_dim = r->ada_min_dim;
+    steps(r, t, 0, 5, r->ada_losses, "Adafactor, 2 devices");
+    CHECK(gm_trainer_save(t, dir) == GM_OK, "save: %s", gm_last_error());
+    gm_trainer_free(t);
+    o.devices = 3;
+    CHECK(gm_trainer_create(r->folder, &o, &t) == GM_OK, "%s", gm_last_error());
+    t->af_min_dim = r->ada_min_dim;
+    CHECK(gm_trainer_resume(t, dir) == GM_OK, "resume: %s", gm_last_error());
+    steps(r, t, 5, 10, r->ada_losses, "Adafactor, resumed on 3 devices");
+    gm_trainer_free(t);
+    printf("Adafactor: resumed curve matches optax\n");
+}
+
 static void bad_out_and_nan(train_ref *r) {
     gm_train_options o;
     gm_trainer *t;
@@ -235,6 +255,8 @@ int main(void) {
     full_run(&r, sub);
     rm_rf(sub);
     lora_run(&r, sub);
+    rm_rf(sub);
+    adafactor_run(&r, sub);
     rm_rf(sub);
     bad_out_and_nan(&r);
     rmdir(dir);
