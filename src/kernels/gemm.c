@@ -59,6 +59,8 @@ void gm_gemm_ctx_free(gm_gemm_ctx *g) {
 
 gm_pool *gm_gemm_ctx_pool(gm_gemm_ctx *g) { return g->pool; }
 int gm_gemm_ctx_threads(const gm_gemm_ctx *g) { return g->threads; }
+gm_sgemm_fn gm_gemm_ctx_fn(const gm_gemm_ctx *g) { return g->fn; }
+float *gm_gemm_ctx_work(gm_gemm_ctx *g, int i) { return g->work[i]; }
 
 typedef struct gemm_job {
     gm_gemm_ctx *g;

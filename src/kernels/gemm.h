@@ -38,6 +38,9 @@ gm_status gm_gemm_ctx_create(int threads, gm_gemm_ctx **out);
 void gm_gemm_ctx_free(gm_gemm_ctx *g);
 gm_pool *gm_gemm_ctx_pool(gm_gemm_ctx *g);
 int gm_gemm_ctx_threads(const gm_gemm_ctx *g);
+/* The single-threaded implementation and thread i's workspace (for products inside parallel jobs). */
+gm_sgemm_fn gm_gemm_ctx_fn(const gm_gemm_ctx *g);
+float *gm_gemm_ctx_work(gm_gemm_ctx *g, int i);
 void gm_gemm(gm_gemm_ctx *g, bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
              const float *B, size_t ldb, float beta, float *C, size_t ldc);
 

@@ -231,35 +231,63 @@ typedef struct attn_job {
 
 static int first_key(int window, int p) { return window > 0 && p - window + 1 > 0 ? p - window + 1 : 0; }
 
+/* One sequence's attention as matrix products (per query head h of kv group g, L tokens):
+ *   S = Q_h K_g^T (L x L), P = softmax over the keys each query sees (causal, within the window),
+ *   O_h = P V_g; backward: dP = dO_h V_g^T, dS = P (dP - rowsum(dO_h . O_h)), dQ_h = dS K_g,
+ *   dK_g += dS^T Q_h, dV_g += P^T dO_h.
+ * Q rows are N*H apart, K and V rows K*H apart (the activations' layout). Single-threaded products: the jobs
+ * themselves run in parallel. */
+static void mm1(ctx_t *c, int th, bool ta, bool tb, size_t M, size_t N, size_t K, REAL alpha, const REAL *A, size_t lda,
+                const REAL *B, size_t ldb, REAL beta, REAL *C, size_t ldc) {
+#if GM_TR_FLOAT
+    gm_gemm_ctx_fn(c->gemm)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, gm_gemm_ctx_work(c->gemm, th));
+#else
+    (void)th;
+    mm(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+/* S [L][L] -> P in place (0 where a key is not visible); lse[i] = log-sum-exp of row i's visible scores, or,
+ * with use_lse, P = exp(S - lse) from the forward's values. */
+static void softmax_rows(REAL *S, int L, int window, REAL *lse, size_t lse_stride, bool use_lse) {
+    for (int i = 0; i < L; i++) {
+        REAL *row = S + (size_t)i * (size_t)L;
+        int first = first_key(window, i);
+        if (use_lse) {
+            REAL m = lse[(size_t)i * lse_stride];
+            for (int k = first; k <= i; k++) row[k] = R_EXP(row[k] - m);
+        } else {
+            REAL mx = -INFINITY;
+            for (int k = first; k <= i; k++) mx = row[k] > mx ? row[k] : mx;
+            double sum = 0;
+            for (int k = first; k <= i; k++) {
+                row[k] = R_EXP(row[k] - mx);
+                sum += row[k];
+            }
+            REAL inv = (REAL)(1.0 / sum);
+            for (int k = first; k <= i; k++) row[k] *= inv;
+            lse[(size_t)i * lse_stride] = mx + (REAL)log(sum);
+        }
+        for (int k = 0; k < first; k++) row[k] = 0;
+        for (int k = i + 1; k < L; k++) row[k] = 0;
+    }
+}
+
 /* job = sequence * N + query head */
 static void attn_fwd_jobs(void *arg, size_t lo, size_t hi, int th) {
     attn_job *j = arg;
     const gm_config *cfg = j->c->cfg;
     size_t N = (size_t)cfg->n_heads, K = (size_t)cfg->n_kv_heads, H = (size_t)cfg->head_dim, G = N / K;
-    REAL *p = j->c->probs + (size_t)th * (size_t)j->c->max_T;
+    REAL *S = j->c->probs + (size_t)th * 2 * (size_t)j->c->attn_cap;
     for (size_t job = lo; job < hi; job++) {
         size_t s = job / N, h = job % N, g = h / G;
-        int t0 = j->b->seq_off[s], len = j->b->seq_off[s + 1] - t0;
-        for (int i = 0; i < len; i++) {
-            size_t t = (size_t)(t0 + i);
-            const REAL *q = j->a->qf + (t * N + h) * H;
-            int first = first_key(j->window, i);
-            REAL mx = -INFINITY;
-            for (int k = first; k <= i; k++) {
-                p[k] = dot(q, j->a->kf + ((size_t)(t0 + k) * K + g) * H, H);
-                if (p[k] > mx) mx = p[k];
-            }
-            double sum = 0;
-            for (int k = first; k <= i; k++) {
-                p[k] = R_EXP(p[k] - mx);
-                sum += p[k];
-            }
-            REAL inv = (REAL)(1.0 / sum);
-            REAL *o = j->att + (t * N + h) * H;
-            memset(o, 0, H * sizeof *o);
-            for (int k = first; k <= i; k++) axpy(o, p[k] * inv, j->a->v + ((size_t)(t0 + k) * K + g) * H, H);
-            j->lse[t * N + h] = mx + (REAL)log(sum);
-        }
+        size_t t0 = (size_t)j->b->seq_off[s];
+        int L = j->b->seq_off[s + 1] - (int)t0;
+        if (L <= 0) continue;
+        const REAL *Q = j->a->qf + (t0 * N + h) * H, *Kg = j->a->kf + (t0 * K + g) * H, *Vg = j->a->v + (t0 * K + g) * H;
+        mm1(j->c, th, false, true, (size_t)L, (size_t)L, H, 1, Q, N * H, Kg, K * H, 0, S, (size_t)L);
+        softmax_rows(S, L, j->window, j->lse + t0 * N + h, N, false);
+        mm1(j->c, th, false, false, (size_t)L, H, (size_t)L, 1, S, (size_t)L, Vg, K * H, 0, j->att + (t0 * N + h) * H, N * H);
     }
 }
 
@@ -268,27 +296,29 @@ static void attn_bwd_jobs(void *arg, size_t lo, size_t hi, int th) {
     attn_job *j = arg;
     const gm_config *cfg = j->c->cfg;
     size_t N = (size_t)cfg->n_heads, K = (size_t)cfg->n_kv_heads, H = (size_t)cfg->head_dim, G = N / K;
-    (void)th;
+    REAL *P = j->c->probs + (size_t)th * 2 * (size_t)j->c->attn_cap, *dP = P + j->c->attn_cap;
     for (size_t job = lo; job < hi; job++) {
         size_t s = job / K, g = job % K;
-        int t0 = j->b->seq_off[s], len = j->b->seq_off[s + 1] - t0;
-        for (size_t h = g * G; h < (g + 1) * G; h++)
-            for (int i = 0; i < len; i++) {
-                size_t t = (size_t)(t0 + i);
-                const REAL *q = j->a->qf + (t * N + h) * H, *dO = j->datt + (t * N + h) * H;
-                REAL *dq = j->dq + (t * N + h) * H;
-                REAL lse = j->a->lse[t * N + h];
-                REAL Dt = dot(dO, j->a->att + (t * N + h) * H, H); /* sum_k P dP = dO . O */
-                int first = first_key(j->window, i);
-                for (int k = first; k <= i; k++) {
-                    size_t kv = ((size_t)(t0 + k) * K + g) * H;
-                    REAL P = R_EXP(dot(q, j->a->kf + kv, H) - lse);
-                    REAL dS = P * (dot(dO, j->a->v + kv, H) - Dt);
-                    axpy(dq, dS, j->a->kf + kv, H);
-                    axpy(j->dk + kv, dS, q, H);
-                    axpy(j->dv + kv, P, dO, H);
-                }
+        size_t t0 = (size_t)j->b->seq_off[s];
+        int L = j->b->seq_off[s + 1] - (int)t0;
+        if (L <= 0) continue;
+        size_t l = (size_t)L;
+        const REAL *Kg = j->a->kf + (t0 * K + g) * H, *Vg = j->a->v + (t0 * K + g) * H;
+        REAL *dKg = j->dk + (t0 * K + g) * H, *dVg = j->dv + (t0 * K + g) * H;
+        for (size_t h = g * G; h < (g + 1) * G; h++) {
+            const REAL *Q = j->a->qf + (t0 * N + h) * H, *dO = j->datt + (t0 * N + h) * H, *O = j->a->att + (t0 * N + h) * H;
+            mm1(j->c, th, false, true, l, l, H, 1, Q, N * H, Kg, K * H, 0, P, l);
+            softmax_rows(P, L, j->window, j->a->lse + t0 * N + h, N, true);
+            mm1(j->c, th, false, true, l, l, H, 1, dO, N * H, Vg, K * H, 0, dP, l);
+            for (int i = 0; i < L; i++) {
+                REAL Dt = dot(dO + (size_t)i * N * H, O + (size_t)i * N * H, H); /* sum_k P dP = dO . O */
+                REAL *pr = P + (size_t)i * l, *dpr = dP + (size_t)i * l;
+                for (int k = 0; k < L; k++) dpr[k] = pr[k] * (dpr[k] - Dt); /* dS (0 where P is 0) */
             }
+            mm1(j->c, th, false, false, l, H, l, 1, dP, l, Kg, K * H, 0, j->dq + (t0 * N + h) * H, N * H);
+            mm1(j->c, th, true, false, l, H, l, 1, dP, l, Q, N * H, 1, dKg, K * H);
+            mm1(j->c, th, true, false, l, H, l, 1, P, l, dO, N * H, 1, dVg, K * H);
+        }
     }
 }
 
@@ -296,6 +326,7 @@ static void attn_bwd_jobs(void *arg, size_t lo, size_t hi, int th) {
 
 typedef struct geglu_job {
     const REAL *gate, *up;
+    REAL *tg;         /* tanh(k0 (g + c g^3)): written by the forward, read by the backward */
     REAL *h;          /* forward */
     REAL *d1, *d2;    /* backward: d1 = dh on entry, dgate on return; d2 = dup */
     size_t F;
@@ -310,6 +341,7 @@ static void geglu_fwd_rows(void *arg, size_t lo, size_t hi, int th) {
     for (size_t i = lo * j->F; i < hi * j->F; i++) {
         REAL g = j->gate[i];
         REAL t = R_TANH(GELU_K0 * (g + GELU_C * g * g * g));
+        j->tg[i] = t;
         j->h[i] = (REAL)0.5 * g * ((REAL)1 + t) * j->up[i];
     }
 }
@@ -318,8 +350,7 @@ static void geglu_bwd_rows(void *arg, size_t lo, size_t hi, int th) {
     (void)th;
     geglu_job *j = arg;
     for (size_t i = lo * j->F; i < hi * j->F; i++) {
-        REAL g = j->gate[i], dh = j->d1[i];
-        REAL t = R_TANH(GELU_K0 * (g + GELU_C * g * g * g));
+        REAL g = j->gate[i], dh = j->d1[i], t = j->tg[i];
         REAL gelu = (REAL)0.5 * g * ((REAL)1 + t);
         REAL dgelu = (REAL)0.5 * ((REAL)1 + t) + (REAL)0.5 * g * ((REAL)1 - t * t) * GELU_K0 * ((REAL)1 + (REAL)3 * GELU_C * g * g);
         j->d1[i] = dh * j->up[i] * dgelu;
@@ -352,7 +383,7 @@ gm_status SFX(gm_tr_ctx_init)(ctx_t *c, const gm_config *cfg, int max_T, int lor
     } bufs[] = {{&c->inv_freq_local, H / 2}, {&c->inv_freq_global, H / 2}, {&c->dy, T * wide}, {&c->dxn, T * D},
                 {&c->dF1, T * F}, {&c->dF2, T * F}, {&c->dq, T * NH}, {&c->dk, T * KH}, {&c->dv, T * KH},
                 {&c->datt, T * NH}, {&c->dqp, T * NH}, {&c->dkp, T * KH}, {&c->dxa, T * r}, {&c->xf, 2 * T * D}, {&c->rf, T}, {&c->dxf, 2 * T * D},
-                {&c->logits, (size_t)c->head_chunk * V}, {&c->probs, (size_t)c->threads * T}};
+                {&c->logits, (size_t)c->head_chunk * V}};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i].p = xalloc(bufs[i].n, &c->bytes))) {
             SFX(gm_tr_ctx_free)(c);
@@ -384,6 +415,20 @@ void SFX(gm_tr_ctx_free)(ctx_t *c) {
     memset(c, 0, sizeof *c);
 }
 
+gm_status SFX(gm_tr_ctx_reserve_attn)(ctx_t *c, int longest) {
+    size_t need = (size_t)longest * (size_t)longest;
+    if (need <= c->attn_cap) return GM_OK;
+    free(c->probs);
+    c->bytes -= 2 * (size_t)c->threads * c->attn_cap * sizeof(REAL);
+    c->attn_cap = 0;
+    size_t b = 0;
+    if (!(c->probs = xalloc(2 * (size_t)c->threads * need, &b)))
+        return gm_fail(GM_ERR_NOMEM, "training: cannot allocate attention scores for %d-token sequences", longest);
+    c->bytes += b;
+    c->attn_cap = need;
+    return GM_OK;
+}
+
 gm_status SFX(gm_tr_acts_alloc)(SFX(gm_tr_acts) *a, const gm_config *cfg, int max_T, int lora_rank) {
     memset(a, 0, sizeof *a);
     size_t T = (size_t)(max_T > 0 ? max_T : 1), D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff;
@@ -396,7 +441,8 @@ gm_status SFX(gm_tr_acts_alloc)(SFX(gm_tr_acts) *a, const gm_config *cfg, int ma
                  {&a->k_pre, T * K * H}, {&a->rk, T * K}, {&a->v, T * K * H},     {&a->qf, T * N * H},
                  {&a->kf, T * K * H}, {&a->att, T * N * H}, {&a->lse, T * N},     {&a->o_out, T * D},
                  {&a->r2, T},         {&a->x_mid, T * D},  {&a->xn2, T * D},      {&a->r3, T},
-                 {&a->gate, T * F},   {&a->up, T * F},     {&a->h, T * F},        {&a->d_out, T * D},
+                 {&a->gate, T * F},   {&a->up, T * F},     {&a->h, T * F},        {&a->tg, T * F},
+                 {&a->d_out, T * D},
                  {&a->r4, T}};
     size_t total = 0, np = sizeof parts / sizeof parts[0];
     for (size_t i = 0; i < np; i++) total += (parts[i].n + 15) / 16 * 16;
@@ -487,7 +533,7 @@ void SFX(gm_tr_layer_fwd)(ctx_t *c, int l, const SFX(gm_tr_layer) *w, const gm_t
     rms_fwd(c, a->xn2, a->r3, a->x_mid, w->w[GM_LT_FFN_NORM], T, D);
     lin_fwd(c, a->xn2, T, D, F, w->w[GM_LT_GATE], w->la[GM_LM_GATE], w->lb[GM_LM_GATE], a->xa[GM_LM_GATE], a->gate);
     lin_fwd(c, a->xn2, T, D, F, w->w[GM_LT_UP], w->la[GM_LM_UP], w->lb[GM_LM_UP], a->xa[GM_LM_UP], a->up);
-    geglu_job gj = {.gate = a->gate, .up = a->up, .h = a->h, .F = F};
+    geglu_job gj = {.gate = a->gate, .up = a->up, .tg = a->tg, .h = a->h, .F = F};
     par_for(c, T, geglu_fwd_rows, &gj);
     lin_fwd(c, a->h, T, F, D, w->w[GM_LT_DOWN], w->la[GM_LM_DOWN], w->lb[GM_LM_DOWN], a->xa[GM_LM_DOWN], a->d_out);
     rms_fwd(c, c->dy, a->r4, a->d_out, w->w[GM_LT_POST_FFW_NORM], T, D);
@@ -513,7 +559,7 @@ void SFX(gm_tr_layer_bwd)(ctx_t *c, int l, const SFX(gm_tr_layer) *w, SFX(gm_tr_
     rms_bwd(c, c->dy, G_(GM_LT_POST_FFW_NORM), dx, a->d_out, a->r4, w->w[GM_LT_POST_FFW_NORM], T, D);
     lin_bwd(c, c->dy, a->h, T, F, D, w->w[GM_LT_DOWN], w->la[GM_LM_DOWN], w->lb[GM_LM_DOWN], a->xa[GM_LM_DOWN], c->dF1,
             0, G_(GM_LT_DOWN), GA_(GM_LM_DOWN), GB_(GM_LM_DOWN));
-    geglu_job gj = {.gate = a->gate, .up = a->up, .d1 = c->dF1, .d2 = c->dF2, .F = F};
+    geglu_job gj = {.gate = a->gate, .up = a->up, .tg = (REAL *)a->tg, .d1 = c->dF1, .d2 = c->dF2, .F = F};
     par_for(c, T, geglu_bwd_rows, &gj);
     lin_bwd(c, c->dF1, a->xn2, T, D, F, w->w[GM_LT_GATE], w->la[GM_LM_GATE], w->lb[GM_LM_GATE], a->xa[GM_LM_GATE],
             c->dxn, 0, G_(GM_LT_GATE), GA_(GM_LM_GATE), GB_(GM_LM_GATE));
@@ -629,6 +675,13 @@ void SFX(gm_tr_loss_grad)(ctx_t *c, const SFX(gm_tr_weights) *w, SFX(gm_tr_grads
                           SFX(gm_tr_acts) *acts, REAL *dx, double *loss) {
     const gm_config *cfg = c->cfg;
     size_t stride = (size_t)c->max_T * (size_t)cfg->d_model;
+    int longest = 1;
+    for (int s = 0; s < b->n_seq; s++)
+        if (b->seq_off[s + 1] - b->seq_off[s] > longest) longest = b->seq_off[s + 1] - b->seq_off[s];
+    if (SFX(gm_tr_ctx_reserve_attn)(c, longest) != GM_OK) {
+        *loss = NAN;
+        return;
+    }
     SFX(gm_tr_embed_fwd)(c, w->embed, b, xs);
     for (int l = 0; l < cfg->n_layers; l++)
         SFX(gm_tr_layer_fwd)(c, l, &w->layers[l], b, xs + (size_t)l * stride, &acts[l], xs + (size_t)(l + 1) * stride);

@@ -35,6 +35,7 @@ typedef struct SFX(gm_tr_acts) {
     REAL *gate;    /* [T][F] gate projection (pre-activation) */
     REAL *up;      /* [T][F] */
     REAL *h;       /* [T][F] gelu(gate) * up */
+    REAL *tg;      /* [T][F] the tanh inside gelu(gate) */
     REAL *d_out;   /* [T][D] down projection, before post_ffw_norm */
     REAL *r4;      /* [T] */
     REAL *xa[GM_LM_COUNT]; /* [T][r] LoRA: input . A^T */
@@ -58,7 +59,8 @@ typedef struct SFX(gm_tr_ctx) {
     int32_t *htarg;        /* [T] head: their targets */
     double *hloss;         /* [T] head: their losses */
     int head_chunk;        /* logits rows per chunk */
-    REAL *probs;           /* [threads][max_T] attention rows */
+    REAL *probs;           /* [threads][2][attn_cap] attention score matrices */
+    size_t attn_cap;       /* longest sequence ^ 2 reserved */
     size_t bytes;
 } SFX(gm_tr_ctx);
 
@@ -66,6 +68,8 @@ typedef struct SFX(gm_tr_ctx) {
 gm_status SFX(gm_tr_ctx_init)(SFX(gm_tr_ctx) *c, const gm_config *cfg, int max_T, int lora_rank, double lora_alpha,
                               void *gemm);
 void SFX(gm_tr_ctx_free)(SFX(gm_tr_ctx) *c);
+/* Room for the attention scores of sequences up to `longest` tokens (call before a batch with longer ones). */
+gm_status SFX(gm_tr_ctx_reserve_attn)(SFX(gm_tr_ctx) *c, int longest);
 gm_status SFX(gm_tr_acts_alloc)(SFX(gm_tr_acts) *a, const gm_config *cfg, int max_T, int lora_rank);
 void SFX(gm_tr_acts_free)(SFX(gm_tr_acts) *a);
 

@@ -435,6 +435,13 @@ static gm_status dev_step(gm_trainer *t, gm_tdev *d, void *arg) {
     int32_t *tok = malloc(((size_t)T + 1) * sizeof *tok), *tgt = malloc(((size_t)T + 1) * sizeof *tgt);
     gm_status st = seq_off && tok && tgt ? GM_OK : gm_fail(GM_ERR_NOMEM, "out of memory");
     if (st == GM_OK) st = ensure_capacity(t, d, T > 0 ? T : 1);
+    int longest = 1;
+    for (size_t e = lo; e < hi; e++) longest = j->ex[e].n - 1 > longest ? j->ex[e].n - 1 : longest;
+    if (st == GM_OK) {
+        size_t before = d->ctx.bytes;
+        st = gm_tr_ctx_reserve_attn_f32(&d->ctx, longest);
+        d->mem.activations += d->ctx.bytes - before;
+    }
     st = agree(t, d, st);
     if (st != GM_OK) {
         free(seq_off), free(tok), free(tgt);
