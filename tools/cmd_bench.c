@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "cli.h"
 
 static const char *HELP_TAIL =
@@ -15,12 +16,6 @@ static const char *HELP_TAIL =
     "  --reps R               repetitions; the best is reported (default 1)\n"
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms, load_ms, peak_rss_mb,\n"
     "                         comm_bytes_per_token, weight_bytes, devices, threads, sharding\n";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int32_t argmax(const float *x, int n) {
     int32_t b = 0;
@@ -57,11 +52,11 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
-    double t_load = now_s();
+    double t_load = gm_now_seconds();
     gm_model *m;
     int code = 0;
     if (cli_load_model("bench", &mf, &m, &code) != 0) return code;
-    t_load = now_s() - t_load;
+    t_load = gm_now_seconds() - t_load;
     const gm_config *c = gm_model_config(m);
     int V = c->vocab_size;
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -86,17 +81,17 @@ int cmd_bench(int argc, char **argv) {
         gm_session *s;
         st = gm_session_new(m, &s);
         if (st != GM_OK) break;
-        double t0 = now_s();
+        double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
         int32_t tok = argmax(logits, V);
-        double t_prefill = now_s() - t0;
+        double t_prefill = gm_now_seconds() - t0;
         gm_model_reset_comm_counters(m);
-        t0 = now_s();
+        t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
             tok = argmax(logits, V);
         }
-        double t_decode = now_s() - t0;
+        double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
         kv_bytes = gm_session_kv_bytes(s);
         if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
