@@ -75,7 +75,7 @@ int cmd_bench(int argc, char **argv) {
         prompt[i] = (int32_t)(300 + (x >> 8) % 20000 % (uint32_t)(V > 400 ? V - 300 : 1));
     }
     uint64_t kv_bytes = 0;
-    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0;
+    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0, comm_s_per_tok = 0;
     gm_status st = GM_OK;
     for (long rep = 0; rep < reps && st == GM_OK; rep++) {
         gm_session *s;
@@ -94,7 +94,7 @@ int cmd_bench(int argc, char **argv) {
         double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
         kv_bytes = gm_session_kv_bytes(s);
-        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
+        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G, comm_s_per_tok = cc.seconds / (double)G;
         gm_session_free(s);
         if (t_prefill < best_prefill) best_prefill = t_prefill;
         if (t_decode < best_decode) best_decode = t_decode;
@@ -119,6 +119,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "load_ms", t_load * 1000);
             cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
             cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
+            cJSON_AddNumberToObject(o, "comm_seconds_per_token", comm_s_per_tok);
             cJSON_AddNumberToObject(o, "weight_bytes_this_rank", (double)gm_model_weight_bytes(m));
             cJSON_AddNumberToObject(o, "kv_bytes_this_rank", (double)kv_bytes);
             cJSON_AddNumberToObject(o, "activation_bytes_this_rank", (double)gm_model_activation_bytes(m));
@@ -140,7 +141,8 @@ int cmd_bench(int argc, char **argv) {
             printf("memory       peak RSS %.1f MiB (rank 0): weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB\n",
                    rss_mb, gm_model_weight_bytes(m) / 1048576.0, kv_bytes / 1048576.0,
                    gm_model_activation_bytes(m) / 1048576.0);
-            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device)\n", comm_per_tok);
+            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
+                   comm_per_tok, comm_s_per_tok * 1000);
         }
     }
     free(logits);
