@@ -75,9 +75,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *prompt = NULL;
         FZ_ASSERT(gm_chat_format_turn(chat, text, &prompt) == GM_OK, "format: %s", gm_last_error());
         FZ_ASSERT(strstr(prompt, text) != NULL, "template lost the text");
-        FZ_ASSERT(strncmp(prompt + strlen(prompt) - 19, "<start_of_turn>model", 19) == 0 ||
-                      strstr(prompt, "<start_of_turn>model\n") != NULL,
-                  "template has no model turn");
+        static const char tail[] = "<end_of_turn>\n<start_of_turn>model\n";
+        size_t pl = strlen(prompt), tl = sizeof tail - 1;
+        FZ_ASSERT(pl >= tl && strcmp(prompt + pl - tl, tail) == 0, "template does not end with the model turn");
         gm_free(prompt);
         char *reply = NULL;
         gm_generate_result res = {0};

@@ -4,7 +4,8 @@
  * (its first byte), the next pieces are arguments (at most 24), and whatever follows a 0x01 0x01 pair is
  * standard input. The harness puts "-m MODEL --cache-length 40 -n 3" first; fuzzed flags that would
  * write files (--plot, --dump-logits) or raise the resource limits (--cache-length, --devices, --threads,
- * -n/--max-new-tokens, -m) are dropped. Property: the command returns an exit code (0, 1, 2, 3) without
+ * -n/--max-new-tokens, -m) are dropped; --batch FILE always reads the standard-input bytes (a fuzzed path
+ * could name /dev/zero). Property: the command returns an exit code (0, 1, 2, 3) without
  * crashing; usage errors are 2. Seeds: tests/fuzz/corpus/fuzz_cli. */
 #include "fuzz/fuzz_util.h"
 
@@ -55,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(buf, data, args_len);
     buf[args_len] = 0;
     int c = (uint8_t)buf[0] % 5;
-    char *argv[40];
+    char *argv[48];
     int argc = 0;
     char cl[] = "40", nt[] = "3";
     argv[argc++] = (char *)CMDS[c];
@@ -70,12 +71,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     size_t at = strlen(buf) + 1;
+    static char batch_eq[600];
+    snprintf(batch_eq, sizeof batch_eq, "--batch=%s", path);
     while (at <= args_len && argc < 24 + 7) {
         char *a = buf + at;
         at += strlen(a) + 1;
         int d = dropped(a);
         if (d == 2) at += at <= args_len ? strlen(buf + at) + 1 : 0; /* and its value */
         if (d) continue;
+        if (!strncmp(a, "--batch", 7) && (a[7] == 0 || a[7] == '=')) { /* prompts from a file: the stdin bytes */
+            if (a[7] == '=') {
+                argv[argc++] = batch_eq;
+            } else {
+                argv[argc++] = a;
+                argv[argc++] = (char *)path;
+                at += at <= args_len ? strlen(buf + at) + 1 : 0;
+            }
+            continue;
+        }
         argv[argc++] = a;
     }
     argv[argc] = NULL;

@@ -225,6 +225,16 @@ def hf_index_seeds():
     put(d, "empty_map.index.json", '{"metadata": {}, "weight_map": {}}')
 
 
+def hf_folder_seeds():
+    """[u16 config length][config.json][safetensors header JSON] of the tiny transformers checkpoints."""
+    d = corpus("fuzz_hf_folder")
+    for folder in ("hf_tiny", "hf_tiny_chat", "hf_tiny_mm_v4"):
+        cfg = fixture(folder + "/config.json")
+        st = fixture(folder + "/model.safetensors")
+        n = struct.unpack("<Q", st[:8])[0]
+        put(d, folder, struct.pack("<H", len(cfg)) + cfg + st[8:8 + n])
+
+
 def hf_config_seeds():
     d = corpus("fuzz_hf_config")
     for f in sorted(os.listdir(os.path.join(FIX, "hf_configs"))):
@@ -316,6 +326,7 @@ def cli_seeds():
     put(d, "tokenize", z.join([b"\x03", b"--bos", b"--json"]) + b"\x01\x01text <bos> \xf0\x9f\x98\x80\n")
     put(d, "detokenize", z.join([b"\x04", b"2", b"300", b"960", b"961", b"962", b"-1", b"x"]))
     put(d, "usage", z.join([b"\x00", b"--top-k", b"0", b"--temperature", b"nan"]))
+    put(d, "batch", z.join([b"\x00", b"--batch", b"ignored"]) + b"\x01\x01first prompt\n\nsecond \xff prompt\n<bos>third")
 
 
 def main():
@@ -326,6 +337,7 @@ def main():
     gguf_seeds()
     safetensors_seeds()
     hf_index_seeds()
+    hf_folder_seeds()
     hf_config_seeds()
     tokenizer_json_seeds()
     spm_seeds()

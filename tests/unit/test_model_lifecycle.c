@@ -1,7 +1,8 @@
 /* Model lifecycle and limits through the public API, on the tiny random models (tests/fixtures):
  *   - load + chat + free 1000 times in one process: resident memory stays flat (no leak, no growth);
  *     under the sanitizer build LeakSanitizer checks every cycle instead (RSS is not meaningful there);
- *   - a prompt longer than the room left in the KV cache is refused with GM_ERR_RANGE and changes nothing;
+ *   - a prompt longer than the room left in the KV cache, or holding an id outside the vocabulary, is refused
+ *     with GM_ERR_RANGE and changes nothing;
  *   - the chat markers come from the tokenizer (<end_of_turn> is 960 in tokenizer_tiny, by HF tokenizers:
  *     tests/reference/gen_tiny_chat_model.py asserts it), so a turn stops there;
  *   - a tokenizer with more tokens than the embedding has rows is refused at load. */
@@ -71,6 +72,12 @@ static void test_cache_limit(const char *chat_dir) {
     CHECK(gm_session_new(m, &s) == GM_OK, "session: %s", gm_last_error());
     int32_t toks[20];
     for (int i = 0; i < 20; i++) toks[i] = 2 + i;
+    int32_t bad[2] = {2, 962}; /* 962 = the vocabulary size */
+    CHECK(gm_session_forward(s, bad, 2, NULL, NULL) == GM_ERR_RANGE && strstr(gm_last_error(), "962"),
+          "id 962 of a 962-token vocabulary: %s", gm_last_error());
+    bad[1] = -1;
+    CHECK(gm_session_forward(s, bad, 2, NULL, NULL) == GM_ERR_RANGE, "id -1 accepted");
+    CHECK(gm_session_position(s) == 0, "a refused forward moved the position to %d", gm_session_position(s));
     CHECK(gm_session_forward(s, toks, 17, NULL, NULL) == GM_ERR_RANGE, "17 tokens in a 16-position cache accepted");
     CHECK(gm_session_position(s) == 0, "a refused forward moved the position to %d", gm_session_position(s));
     CHECK(gm_session_forward(s, toks, 10, NULL, NULL) == GM_OK, "10 tokens: %s", gm_last_error());
