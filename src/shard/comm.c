@@ -155,7 +155,7 @@ gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *of
 gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t *off) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     int base = c->rank * c->n_local;
     size_t total = off[P];
