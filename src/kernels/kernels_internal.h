@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/matvec.h"
+#include "kernels/packed.h"
 
 typedef struct gm_kernel_ops {
     const char *name; /* "scalar", "avx2", "avx512" */
@@ -16,6 +17,20 @@ typedef struct gm_kernel_ops {
     void (*matmul)(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X,
                    size_t T, float *Y, size_t ldy);
 } gm_kernel_ops;
+
+/* The packed-weight kernels (packed.h) of one instruction set. */
+typedef struct gm_packed_ops {
+    void (*quantize_x)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+    void (*matvec)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+    void (*matmul)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+} gm_packed_ops;
+
+extern const gm_packed_ops gm_packed_scalar;
+extern const gm_packed_ops gm_packed_avx2;
+extern const gm_packed_ops gm_packed_avx512; /* needs AVX-512 VNNI */
+
+/* The packed kernels named `isa` when this CPU can run them, else NULL. */
+const gm_packed_ops *gm_packed_lookup(const char *isa);
 
 extern const gm_kernel_ops gm_kernels_scalar;
 extern const gm_kernel_ops gm_kernels_avx2;
@@ -30,6 +45,34 @@ void gm_matvec_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, 
                    float *y);
 void gm_matmul_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X,
                    size_t T, float *Y, size_t ldy);
+
+void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+
+/* The end of quantizing one 32-value block v whose max |v| is amax (every path finds amax its own
+ * way, then calls this, so all paths agree bit for bit): q = round-to-even(v * 32767 / amax),
+ * d = amax / 32767, s = d * sum(q). A block with a NaN or infinity gets d = NaN (the outputs become
+ * NaN, as the f32 kernels' would); a block below 1e-30 in magnitude counts as zero. */
+static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, float *d, float *s) {
+    int bad = !(amax <= 3.4028235e38f);
+    for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
+    if (bad || amax < 1e-30f) {
+        for (int i = 0; i < 32; i++) q[i] = 0;
+        *d = bad ? __builtin_nanf("") : 0.0f;
+        *s = *d;
+        return;
+    }
+    float inv = 32767.0f / amax;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; i++) {
+        float r = __builtin_rintf(v[i] * inv);
+        q[i] = (int16_t)r;
+        sum += q[i];
+    }
+    *d = amax / 32767.0f;
+    *s = *d * (float)sum;
+}
 
 /* Bytes of the first n elements of a row of `type` (n a multiple of the block). */
 static inline size_t gm_kernels_bytes_of(gm_dtype type, size_t n) {

@@ -1,0 +1,76 @@
+/* Packed weights and int16 activations: the fast path of every quantized matrix product.
+ *
+ * At load time each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) is re-laid out,
+ * losslessly, into panels of 16 rows. A panel holds cols/32 tiles, one per 32 columns:
+ *
+ *   codes  int8 [16 column pairs][16 rows][2]     code of (row r, column 32b + 2p + j) at byte 32p + 2r + j
+ *   then, by kind (w = the weight the GGUF block stores, bit for bit the value gm_dequant_row gives):
+ *   GM_PK_D16   f16 d[16]              w = d[r] * q                        Q8_0, Q4_0, Q5_0 (q - 8, q - 16)
+ *   GM_PK_SM32  f32 s[16], f32 m[16]   w = s[r] * q + m[r]                 Q4_1, Q5_1 (m = min); Q4_K, Q5_K
+ *                                                                          (s = d*sc, m = -dmin*m of the sub-block)
+ *   GM_PK_S16   f32 s[2][16]           w = s[c / 16][r] * q                Q6_K (s = d*sc; q - 32)
+ *
+ * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
+ * block scale is applied once per 16 rows x 32 columns. Rows past the end of the last panel are zero.
+ *
+ * Activations are quantized per 32 values to int16: x ~ d * q with d = max|x| / 32767, so a product
+ * is an exact integer dot (vpdpwssd / vpmaddwd) times d_w * d_x. The relative error this adds to a
+ * dot product is about 2^-16 of sum |w x| (the f32 kernels of matvec.h stay the exact reference; see
+ * docs/BENCHMARKS.md for the measured logit error). */
+#ifndef GM_KERNELS_PACKED_H
+#define GM_KERNELS_PACKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/dtype.h"
+
+enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
+
+typedef enum gm_pack_kind { GM_PK_NONE = 0, GM_PK_D16, GM_PK_SM32, GM_PK_S16 } gm_pack_kind;
+
+typedef struct gm_packed {
+    gm_pack_kind kind;
+    gm_dtype from;        /* the GGUF type it was packed from */
+    size_t rows, cols;    /* cols is a multiple of 32 */
+    size_t tile_bytes;    /* bytes of one 16 x 32 tile */
+    size_t panel_bytes;   /* tiles * tile_bytes */
+    uint8_t *data;        /* [ceil(rows/16)][cols/32] tiles */
+} gm_packed;
+
+/* The packed kind for a weight type (GM_PK_NONE for float types: they keep the f32 kernels). */
+gm_pack_kind gm_pack_kind_of(gm_dtype type);
+/* Bytes of the packed form of a rows x cols matrix of `type` (0 when the type is not packed or cols
+ * is not a multiple of its block). */
+size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
+/* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
+void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
+/* Pack rows [r0, r1) of the matrix into P (P->data holds gm_packed_bytes(...)): W points at row r0
+ * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
+ * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */
+void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1);
+/* Row r of P as f32, identical to gm_dequant_row of the original row. */
+void gm_packed_row(const gm_packed *P, size_t r, float *out);
+
+/* T activation vectors quantized per 32 values (cols a multiple of 32). A view of columns
+ * [32k, 32k + n) of another gm_xq is {q + 32k, d + k, s + k, n, same ldq, same ldd}. */
+typedef struct gm_xq {
+    int16_t *q;      /* [T][ldq]: round(x / d), 4-byte aligned */
+    float *d;        /* [T][ldd] per 32 values: max |x| / 32767 (0 for an all-zero block) */
+    float *s;        /* [T][ldd] d * sum(q): the block sum for the "+ m" terms */
+    size_t cols;
+    size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
+} gm_xq;
+
+/* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
+ * ldd = cols / 32). The same on every path, bit for bit. */
+void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+
+/* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
+ * quantized vector (token 0 of xq). */
+void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+/* Y[t * ldy + r - r0] for T quantized inputs. */
+void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+
+#endif

@@ -1,0 +1,159 @@
+/* AVX2 kernels for packed weights (layout in packed.h): a panel's 16 rows live in two 256-bit
+ * registers of int32 dots; vpmaddwd multiplies 8 rows x 2 columns of codes (sign-extended to int16)
+ * by one broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path. */
+#include <math.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+#include "kernels/quant_x86.h"
+
+GM_AI float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+GM_AI int32_t hsum8i(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = nb;
+    for (size_t t = 0; t < T; t++) {
+        const float *xt = x + t * ldx;
+        int16_t *q = xq->q + t * cols;
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = xt + GM_XQ_BLOCK * b;
+            __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), v2 = _mm256_loadu_ps(v + 16),
+                   v3 = _mm256_loadu_ps(v + 24);
+            __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v0, absmask), _mm256_and_ps(v1, absmask)),
+                                      _mm256_max_ps(_mm256_and_ps(v2, absmask), _mm256_and_ps(v3, absmask)));
+            float amax = hmax8(mx);
+            __m256 un = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, v0, _CMP_UNORD_Q), _mm256_cmp_ps(v1, v1, _CMP_UNORD_Q)),
+                                     _mm256_or_ps(_mm256_cmp_ps(v2, v2, _CMP_UNORD_Q), _mm256_cmp_ps(v3, v3, _CMP_UNORD_Q)));
+            if (_mm256_movemask_ps(un) || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
+                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b]);
+                continue;
+            }
+            __m256 inv = _mm256_set1_ps(32767.0f / amax);
+            __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, inv)), q1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, inv));
+            __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, inv)), q3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, inv));
+            /* packs interleave 128-bit lanes: fix the order with a 64-bit permute */
+            __m256i a = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xd8);
+            __m256i c = _mm256_permute4x64_epi64(_mm256_packs_epi32(q2, q3), 0xd8);
+            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b), a);
+            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b + 16), c);
+            float d = amax / 32767.0f;
+            xq->d[t * nb + b] = d;
+            xq->s[t * nb + b] =
+                d * (float)hsum8i(_mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3)));
+        }
+    }
+}
+
+/* rows 0-7 and 8-15 of pairs [p0, p0 + n) of tile t times the inputs */
+GM_AI void tile_dot(const uint8_t *t, const int32_t *xp, int p0, int n, __m256i *lo, __m256i *hi) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
+#pragma GCC unroll 2
+    for (int p = p0; p < p0 + n; p += 2) {
+        __m256i x0 = _mm256_set1_epi32(xp[p]), x1 = _mm256_set1_epi32(xp[p + 1]);
+        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p))), x0));
+        b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 16))), x0));
+        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 32))), x1));
+        b1 = _mm256_add_epi32(b1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 48))), x1));
+    }
+    *lo = _mm256_add_epi32(a0, a1);
+    *hi = _mm256_add_epi32(b0, b1);
+}
+
+GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, __m256 *lo, __m256 *hi) {
+    __m256 d = _mm256_set1_ps(dx);
+    __m256i il, ih;
+    if (K == GM_PK_S16) {
+        const float *s = (const float *)(t + 512);
+        tile_dot(t, xp, 0, 8, &il, &ih);
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(_mm256_load_ps(s), d), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(_mm256_load_ps(s + 8), d), *hi);
+        tile_dot(t, xp, 8, 8, &il, &ih);
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(_mm256_load_ps(s + 16), d), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(_mm256_load_ps(s + 24), d), *hi);
+        return;
+    }
+    tile_dot(t, xp, 0, 16, &il, &ih);
+    __m256 sl, sh;
+    if (K == GM_PK_D16) {
+        sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + 512)));
+        sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + 528)));
+    } else {
+        const float *s = (const float *)(t + 512), *m = (const float *)(t + 576);
+        sl = _mm256_load_ps(s);
+        sh = _mm256_load_ps(s + 8);
+        __m256 x = _mm256_set1_ps(xs);
+        *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
+        *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
+    }
+    *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(sl, d), *lo);
+    *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(sh, d), *hi);
+}
+
+/* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0). */
+GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1) {
+    size_t a = p * GM_PANEL_ROWS;
+    if (a >= r0 && a + GM_PANEL_ROWS <= r1) {
+        _mm256_storeu_ps(y + (a - r0), lo);
+        _mm256_storeu_ps(y + (a - r0) + 8, hi);
+        return;
+    }
+    float v[16];
+    _mm256_storeu_ps(v, lo);
+    _mm256_storeu_ps(v + 8, hi);
+    for (size_t i = 0; i < GM_PANEL_ROWS; i++)
+        if (a + i >= r0 && a + i < r1) y[a + i - r0] = v[i];
+}
+
+GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const int32_t *xp = (const int32_t *)xq->q;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m256 lo = _mm256_setzero_ps(), hi = lo;
+        for (size_t b = 0; b < tiles; b++, t += tb) {
+            prefetch_ahead(t, (int)tb);
+            tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], &lo, &hi);
+        }
+        store_rows(y, lo, hi, p, r0, r1);
+    }
+}
+
+static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
+    case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
+    case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
+    default: return;
+    }
+}
+
+/* matmul: each input in turn over the panel (the panel stays in L1/L2 across inputs) */
+static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                               size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        size_t a = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS;
+        size_t b = (p + 1) * GM_PANEL_ROWS > r1 ? r1 : (p + 1) * GM_PANEL_ROWS;
+        for (size_t t = 0; t < T; t++) {
+            gm_xq one = {xq->q + t * xq->ldq, xq->d + t * xq->ldd, xq->s + t * xq->ldd, P->cols, xq->ldq, xq->ldd};
+            packed_matvec_avx2(P, a, b, &one, Y + t * ldy + (a - r0));
+        }
+    }
+}
+
+const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2, packed_matvec_avx2, packed_matmul_avx2};

@@ -1,0 +1,200 @@
+/* AVX-512 VNNI kernels for packed weights (layout in packed.h): each 512-bit register holds 16 rows'
+ * int32 dot products, vpdpwssd multiplies a 16-row x 2-column slice of codes (sign-extended to
+ * int16) by one broadcast int16 input pair, and each tile's scale is applied once per 16 rows. */
+#include <math.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+#include "kernels/quant_x86.h"
+
+/* ---- activation quantization ---- */
+
+static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = nb;
+    for (size_t t = 0; t < T; t++) {
+        const float *xt = x + t * ldx;
+        int16_t *q = xq->q + t * cols;
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = xt + GM_XQ_BLOCK * b;
+            __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+            __mmask16 nan = _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
+            if (nan || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
+                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b]);
+                continue;
+            }
+            __m512 inv = _mm512_set1_ps(32767.0f / amax);
+            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b), _mm512_cvtepi32_epi16(q0));
+            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b + 16), _mm512_cvtepi32_epi16(q1));
+            float d = amax / 32767.0f;
+            xq->d[t * nb + b] = d;
+            xq->s[t * nb + b] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        }
+    }
+}
+
+/* ---- one tile ---- */
+
+/* sum over column pairs [p0, p0 + n) of codes x inputs, per row (n a multiple of 4) */
+GM_AI __m512i tile_dot(const uint8_t *t, const int32_t *xp, int p0, int n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+#pragma GCC unroll 4
+    for (int p = p0; p < p0 + n; p += 4) {
+        a0 = _mm512_dpwssd_epi32(a0, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p))),
+                                 _mm512_set1_epi32(xp[p]));
+        a1 = _mm512_dpwssd_epi32(a1, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 32))),
+                                 _mm512_set1_epi32(xp[p + 1]));
+        a2 = _mm512_dpwssd_epi32(a2, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 64))),
+                                 _mm512_set1_epi32(xp[p + 2]));
+        a3 = _mm512_dpwssd_epi32(a3, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 96))),
+                                 _mm512_set1_epi32(xp[p + 3]));
+    }
+    return _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3));
+}
+
+/* acc += this tile's contribution for one input (dx, xs: the input block's scale and scaled sum) */
+GM_AI __m512 tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, __m512 acc) {
+    __m512 d = _mm512_set1_ps(dx);
+    if (K == GM_PK_S16) {
+        __m512 lo = _mm512_cvtepi32_ps(tile_dot(t, xp, 0, 8)), hi = _mm512_cvtepi32_ps(tile_dot(t, xp, 8, 8));
+        acc = _mm512_fmadd_ps(lo, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 512)), d), acc);
+        return _mm512_fmadd_ps(hi, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 576)), d), acc);
+    }
+    __m512 v = _mm512_cvtepi32_ps(tile_dot(t, xp, 0, 16));
+    if (K == GM_PK_D16) {
+        __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
+        return _mm512_fmadd_ps(v, _mm512_mul_ps(s, d), acc);
+    }
+    acc = _mm512_fmadd_ps(_mm512_load_ps((const float *)(t + 576)), _mm512_set1_ps(xs), acc);
+    return _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 512)), d), acc);
+}
+
+/* Rows [r0, r1) of panel p's 16 results v into y (y[0] = row r0). */
+GM_AI void store_rows(float *y, __m512 v, size_t p, size_t r0, size_t r1) {
+    size_t lo = p * GM_PANEL_ROWS, hi = lo + GM_PANEL_ROWS;
+    if (lo >= r0 && hi <= r1) {
+        _mm512_storeu_ps(y + (lo - r0), v);
+        return;
+    }
+    /* a panel cut by the row range: lanes [a, b), moved down to lane 0 */
+    size_t a = lo < r0 ? r0 - lo : 0, b = hi > r1 ? r1 - lo : GM_PANEL_ROWS;
+    __mmask16 m = (__mmask16)(((1u << b) - 1) & ~((1u << a) - 1));
+    _mm512_mask_storeu_ps(y + (lo + a - r0), (__mmask16)((1u << (b - a)) - 1), _mm512_maskz_compress_ps(m, v));
+}
+
+/* ---- matvec ---- */
+
+GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const int32_t *xp = (const int32_t *)xq->q;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+        size_t b = 0;
+        for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
+            prefetch_ahead(t, (int)(2 * tb));
+            acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], acc0);
+            acc1 = tile_apply(K, t + tb, xp + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1], acc1);
+        }
+        if (b < tiles) acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], acc0);
+        store_rows(y, _mm512_add_ps(acc0, acc1), p, r0, r1);
+    }
+}
+
+static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
+    case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
+    case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
+    default: return;
+    }
+}
+
+/* ---- matmul: NT inputs share each converted code register ---- */
+
+enum { NT = 8 };
+
+/* integer dots of one tile's pairs [p0, p0+n) for nt inputs (xp[j]: input j's pairs of this tile) */
+GM_AI void tile_dot_nt(const uint8_t *t, const int32_t *const *xp, int p0, int n, int nt, __m512i *a) {
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) a[j] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int p = p0; p < p0 + n; p++) {
+        __m512i w = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p)));
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) a[j] = _mm512_dpwssd_epi32(a[j], w, _mm512_set1_epi32(xp[j][p]));
+    }
+}
+
+GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq,
+                    size_t t0, float *Y, size_t ldy) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldq = xq->ldq, ldd = xq->ldd;
+    const uint8_t *t = P->data + p * P->panel_bytes;
+    __m512 acc[NT];
+    __m512i a[NT];
+    const int32_t *xp[NT];
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < tiles; b++, t += tb) {
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) xp[j] = (const int32_t *)(xq->q + (t0 + (size_t)j) * ldq) + 16 * b;
+        const float *dx = xq->d + t0 * ldd + b, *xs = xq->s + t0 * ldd + b;
+        if (K == GM_PK_S16) {
+            __m512 s0 = _mm512_load_ps((const float *)(t + 512)), s1 = _mm512_load_ps((const float *)(t + 576));
+            tile_dot_nt(t, xp, 0, 8, nt, a);
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++)
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s0, _mm512_set1_ps(dx[j * ldd])), acc[j]);
+            tile_dot_nt(t, xp, 8, 8, nt, a);
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++)
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s1, _mm512_set1_ps(dx[j * ldd])), acc[j]);
+            continue;
+        }
+        tile_dot_nt(t, xp, 0, 16, nt, a);
+        if (K == GM_PK_D16) {
+            __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++)
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[j * ldd])), acc[j]);
+        } else {
+            __m512 s = _mm512_load_ps((const float *)(t + 512)), m = _mm512_load_ps((const float *)(t + 576));
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++) {
+                acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs[j * ldd]), acc[j]);
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[j * ldd])), acc[j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
+}
+
+GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                       size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        size_t t = 0;
+        for (; t + NT <= T; t += NT) matmul_k(K, NT, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t + 4 <= T; t += 4) matmul_k(K, 4, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t < T; t++) matmul_k(K, 1, P, p, r0, r1, xq, t, Y, ldy);
+    }
+}
+
+static void packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                                 size_t ldy) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_D16: matmul_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_SM32: matmul_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_S16: matmul_kind(GM_PK_S16, P, r0, r1, xq, T, Y, ldy); return;
+    default: return;
+    }
+}
+
+const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, packed_matvec_avx512, packed_matmul_avx512};
