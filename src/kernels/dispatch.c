@@ -51,6 +51,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cpu_features g_cpu;
 static const gm_kernel_ops *g_chosen;
 static const gm_packed_ops *g_packed;
+static const gm_vec_ops *g_vec;
 
 static void init_once(void) {
     g_cpu = detect();
@@ -62,6 +63,7 @@ static void init_once(void) {
     g_packed = g_chosen == &gm_kernels_scalar ? &gm_packed_scalar
                : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
                                                                     : &gm_packed_avx2;
+    g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
 }
 
 static const gm_kernel_ops *ops(void) {
@@ -83,6 +85,18 @@ const gm_packed_ops *gm_packed_lookup(const char *isa) {
     if (strcmp(isa, "avx2") == 0) return g_cpu.avx2 ? &gm_packed_avx2 : NULL;
     if (strcmp(isa, "avx512") == 0) return g_cpu.avx512vnni ? &gm_packed_avx512 : NULL;
     return NULL;
+}
+
+const gm_vec_ops *gm_vec_lookup(const char *isa) {
+    pthread_once(&g_once, init_once);
+    if (strcmp(isa, "scalar") == 0) return &gm_vec_scalar;
+    if (strcmp(isa, "avx512") == 0) return g_cpu.avx512 ? &gm_vec_avx512 : NULL;
+    return NULL;
+}
+
+const gm_vec_ops *gm_vec_ops_chosen(void) {
+    pthread_once(&g_once, init_once);
+    return g_vec;
 }
 
 const char *gm_kernels_isa(void) { return ops()->name; }

@@ -32,6 +32,24 @@ extern const gm_packed_ops gm_packed_avx512; /* needs AVX-512 VNNI */
 /* The packed kernels named `isa` when this CPU can run them, else NULL. */
 const gm_packed_ops *gm_packed_lookup(const char *isa);
 
+/* The SIMD-able operations of ops.h. */
+struct gm_attn_rows;
+typedef struct gm_vec_ops {
+    void (*rmsnorm)(float *out, const float *x, const float *w, size_t n, float eps);
+    void (*geglu)(float *out, const float *gate, const float *up, size_t n);
+    void (*attention_rows)(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+                           size_t H, float softcap, float *scores);
+} gm_vec_ops;
+
+extern const gm_vec_ops gm_vec_scalar;
+extern const gm_vec_ops gm_vec_avx512;
+const gm_vec_ops *gm_vec_lookup(const char *isa);
+const gm_vec_ops *gm_vec_ops_chosen(void);
+void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps);
+void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n);
+void gm_attention_rows_ref(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+                           size_t H, float softcap, float *scores);
+
 extern const gm_kernel_ops gm_kernels_scalar;
 extern const gm_kernel_ops gm_kernels_avx2;
 extern const gm_kernel_ops gm_kernels_avx512;

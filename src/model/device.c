@@ -8,6 +8,7 @@
 
 #include "kernels/matvec.h"
 #include "kernels/ops.h"
+#include "kernels/packed.h"
 
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
@@ -25,9 +26,9 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
-                      &d->inv_freq_local, &d->inv_freq_global};
+                      &d->inv_freq_local, &d->inv_freq_global, &d->rope_local, &d->rope_global};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * (size_t)cache_length, H / 2, H / 2};
+                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * H, T * H};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
         d->activation_bytes += sizes[i] * sizeof(float) + 64;
@@ -36,6 +37,16 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
             return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of activations", global,
                            sizes[i] * sizeof(float));
         }
+    }
+    size_t nq = T * wide, nblk = T * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK);
+    d->xq.q = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
+    d->xq.d = malloc(nblk * sizeof(float));
+    d->xq.s = malloc(nblk * sizeof(float));
+    d->activation_bytes += nq * sizeof(int16_t) + 2 * nblk * sizeof(float);
+    if (!d->xq.q || !d->xq.d || !d->xq.s) {
+        gm_device_free(d);
+        return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
+                       nq * sizeof(int16_t));
     }
     gm_rope_inv_freq(d->inv_freq_local, H, cfg->rope_base_local, cfg->rope_scale_local);
     gm_rope_inv_freq(d->inv_freq_global, H, cfg->rope_base_global, cfg->rope_scale_global);
@@ -47,8 +58,11 @@ void gm_device_free(gm_device *d) {
     if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
     gm_pool_free(d->pool);
     float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
-                     d->inv_freq_local, d->inv_freq_global};
+                     d->inv_freq_local, d->inv_freq_global, d->rope_local, d->rope_global};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(d->xq.q);
+    free(d->xq.d);
+    free(d->xq.s);
     memset(d, 0, sizeof *d);
 }
 
@@ -87,57 +101,87 @@ void gm_kv_cache_free(gm_kv_cache *kv, int n_layers) {
 
 /* ---- linear layers: y = W x over the mesh ---- */
 
-typedef struct mm_job {
+/* One product of this device: local rows [r0, r1) of a matrix against T inputs. */
+typedef struct mm_task {
     const gm_matrix *m;
-    const void *W;      /* first local row to use */
-    uint64_t rows;      /* rows to compute */
-    const float *X;     /* [T][cols] */
-    int T;
-    float *Y;           /* Y[t * ldy + r] */
+    size_t r0, r1;
+    const float *X;   /* [T][cols] f32 inputs (file-layout kernels) */
+    gm_xq xq;         /* quantized inputs (packed kernels) */
+    float *Y;         /* Y[t * ldy + (r - r0)] */
     size_t ldy;
+} mm_task;
+
+typedef struct mm_job {
+    const mm_task *tasks;
+    int n, T;
 } mm_job;
 
+/* Every task is split over the device's threads: packed ones at panel (16-row) boundaries. */
 static void mm_worker(void *ctx, int i, int n) {
-    mm_job *j = ctx;
-    size_t lo, hi;
-    gm_split_range((size_t)j->rows, n, i, 4, &lo, &hi);
-    if (hi <= lo) return;
-    const uint8_t *W = (const uint8_t *)j->W + lo * j->m->row_bytes;
-    if (j->T == 1) gm_matvec(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, j->Y + lo);
-    else gm_matmul(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, (size_t)j->T, j->Y + lo, j->ldy);
+    const mm_job *j = ctx;
+    for (int k = 0; k < j->n; k++) {
+        const mm_task *tk = &j->tasks[k];
+        const gm_matrix *m = tk->m;
+        size_t lo, hi;
+        if (m->packed.data) {
+            size_t p0 = tk->r0 / GM_PANEL_ROWS, p1 = (tk->r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
+            gm_split_range(p1 - p0, n, i, 1, &lo, &hi);
+            size_t a = (p0 + lo) * GM_PANEL_ROWS, b = (p0 + hi) * GM_PANEL_ROWS;
+            if (a < tk->r0) a = tk->r0;
+            if (b > tk->r1) b = tk->r1;
+            if (b <= a) continue;
+            float *Y = tk->Y + (a - tk->r0);
+            if (j->T == 1) gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
+            else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
+            continue;
+        }
+        gm_split_range(tk->r1 - tk->r0, n, i, 4, &lo, &hi);
+        if (hi <= lo) continue;
+        const uint8_t *W = (const uint8_t *)m->data + (tk->r0 + lo) * m->row_bytes;
+        if (j->T == 1) gm_matvec(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, tk->Y + lo);
+        else gm_matmul(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, (size_t)j->T, tk->Y + lo, tk->ldy);
+    }
 }
 
-static void run_mm(gm_device *d, const gm_matrix *m, const void *W, uint64_t rows, const float *X, int T, float *Y,
-                   size_t ldy) {
-    mm_job j = {m, W, rows, X, T, Y, ldy};
-    gm_pool_run(d->pool, mm_worker, &j);
+/* Row outputs that need a device-major staging area (T > 1, rows split over several devices). */
+static bool staged(const gm_device *d, const gm_matrix *m, int T) {
+    return m->plan.split != GM_SPLIT_COLS && d->n_devices > 1 && T > 1;
 }
 
-/* Y [T][full_rows] = X [T][full_cols] . W^T, complete on every device. */
-static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+/* The local part of Y [T][full_rows] = X [T][full_cols] . W^T (X quantized in d->xq when packed). */
+static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
     size_t R = (size_t)m->full_rows, C = (size_t)m->full_cols;
+    mm_task tk = {.m = m, .X = X, .xq = d->xq};
     if (m->plan.split == GM_SPLIT_COLS) {
         /* partial sums over this device's input columns, completed by an all-reduce */
-        const float *Xs = X + m->lo;
-        if (T > 1) {
-            for (int t = 0; t < T; t++) memcpy(d->pack + (size_t)t * m->cols, X + (size_t)t * C + m->lo, m->cols * sizeof(float));
-            Xs = d->pack;
+        tk.r0 = 0, tk.r1 = (size_t)m->rows, tk.Y = Y, tk.ldy = R;
+        if (m->packed.data) {
+            tk.xq.q += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
+            tk.xq.cols = (size_t)m->cols;
+        } else if (T > 1) {
+            for (int t = 0; t < T; t++)
+                memcpy(d->pack + (size_t)t * m->cols, X + (size_t)t * C + m->lo, m->cols * sizeof(float));
+            tk.X = d->pack;
+        } else {
+            tk.X = X + m->lo;
         }
-        run_mm(d, m, m->data, m->rows, Xs, T, Y, R);
-        return gm_comm_all_reduce(d->comm, d->local, Y, (size_t)T * R);
+        return tk;
     }
     /* rows [off[g], off[g+1]) computed here, then gathered */
     uint64_t lo = m->off[d->global], hi = m->off[d->global + 1];
-    const uint8_t *W = (const uint8_t *)m->data + (lo - m->lo) * m->row_bytes;
-    if (d->n_devices == 1 || T == 1) {
-        run_mm(d, m, W, hi - lo, X, T, Y + lo, R);
-        return gm_comm_all_gather(d->comm, d->local, Y, m->off);
-    }
-    /* T > 1: gather in device-major order ([device][t][its rows]) then scatter into Y */
+    tk.r0 = (size_t)(lo - m->lo), tk.r1 = (size_t)(hi - m->lo);
+    if (staged(d, m, T)) tk.Y = d->pack + (size_t)T * lo, tk.ldy = hi - lo; /* [device][t][its rows] */
+    else tk.Y = Y + lo, tk.ldy = R;
+    return tk;
+}
+
+/* The collective that completes a product on every device. */
+static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y) {
+    size_t R = (size_t)m->full_rows;
+    if (m->plan.split == GM_SPLIT_COLS) return gm_comm_all_reduce(d->comm, d->local, Y, (size_t)T * R);
+    if (!staged(d, m, T)) return gm_comm_all_gather(d->comm, d->local, Y, m->off);
     size_t off_t[GM_MAX_DEVICES + 1];
     for (int g = 0; g <= d->n_devices; g++) off_t[g] = (size_t)T * m->off[g];
-    float *mine = d->pack + off_t[d->global];
-    run_mm(d, m, W, hi - lo, X, T, mine, hi - lo);
     GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
     for (int g = 0; g < d->n_devices; g++) {
         size_t glo = m->off[g], n = m->off[g + 1] - glo;
@@ -145,6 +189,37 @@ static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T,
         for (int t = 0; t < T; t++) memcpy(Y + (size_t)t * R + glo, seg + (size_t)t * n, n * sizeof(float));
     }
     return GM_OK;
+}
+
+/* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is
+ * quantized once, the products run in one pass of the thread pool when none needs the staging
+ * buffer, then each is completed by its collective, in order. */
+static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
+    bool packed = false, fuse = true;
+    for (int i = 0; i < n; i++) {
+        packed |= ms[i]->packed.data != NULL;
+        fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
+    }
+    if (packed) gm_quantize_x(X, (size_t)ms[0]->full_cols, (size_t)T, (size_t)ms[0]->full_cols, &d->xq);
+    mm_task tasks[4];
+    if (fuse && n <= 4) {
+        for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
+        mm_job j = {tasks, n, T};
+        gm_pool_run(d->pool, mm_worker, &j);
+        for (int i = 0; i < n; i++) GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
+        return GM_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        tasks[0] = linear_task(d, ms[i], X, T, Ys[i]);
+        mm_job j = {tasks, 1, T};
+        gm_pool_run(d->pool, mm_worker, &j);
+        GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
+    }
+    return GM_OK;
+}
+
+static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+    return linear_n(d, &m, 1, X, T, &Y);
 }
 
 /* ---- embedding lookup: x[t] = E[token] * sqrt(D), rows owned by whoever holds them ---- */
@@ -165,7 +240,7 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
         off_t[d->n_devices] = (size_t)T * (size_t)E->full_cols;
         float *mine = d->pack + off_t[d->global];
         for (int t = 0; t < T; t++) {
-            gm_dequant_row(E->type, (const uint8_t *)E->data + (size_t)tokens[t] * E->row_bytes, mine + (size_t)t * cols, cols);
+            gm_matrix_row(E, (uint64_t)tokens[t], mine + (size_t)t * cols);
             for (size_t i = 0; i < cols; i++) mine[(size_t)t * cols + i] *= scale;
         }
         GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
@@ -180,7 +255,7 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
         float *row = x + (size_t)t * D;
         uint64_t tok = (uint64_t)tokens[t];
         if (tok >= E->lo && tok < E->hi) {
-            gm_dequant_row(E->type, (const uint8_t *)E->data + (tok - E->lo) * E->row_bytes, row, D);
+            gm_matrix_row(E, tok - E->lo, row);
             for (size_t i = 0; i < D; i++) row[i] *= scale;
         } else {
             memset(row, 0, D * sizeof(float));
@@ -196,44 +271,35 @@ typedef struct attn_job {
     gm_device *d;
     gm_kv_layer *L;
     bool global;
-    int T, pos0;
+    int T, pos0, rows; /* rows: query rows (t, head) per piece of work, at most 4 */
 } attn_job;
 
+/* Work = (kv head, run of up to 4 query rows (t, h) of its group): the rows of a run share every
+ * key and value read. */
 static void attn_worker(void *ctx, int i, int n) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
     int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads;
     size_t KH = (size_t)c->n_kv_heads * (size_t)H, NH = (size_t)N * (size_t)H;
-    float *scores = j->d->scores + (size_t)i * (size_t)j->d->cache_length;
+    float *scores = j->d->scores + (size_t)i * 4 * (size_t)j->d->cache_length;
+    int per_kv = (j->T * G + j->rows - 1) / j->rows;
     size_t lo, hi;
-    gm_split_range((size_t)j->T * (size_t)N, n, i, 1, &lo, &hi);
+    gm_split_range((size_t)per_kv * (size_t)c->n_kv_heads, n, i, 1, &lo, &hi);
     for (size_t job = lo; job < hi; job++) {
-        int t = (int)(job / (size_t)N), h = (int)(job % (size_t)N), kvh = h / G;
-        int p = j->pos0 + t;
-        int first = 0;
-        if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
-        const float *q = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
-        float mx = -INFINITY;
-        for (int s = first; s <= p; s++) {
-            const float *k = j->L->k + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
-            float sc = gm_dot_f32(q, k, (size_t)H);
-            if (c->attn_softcap > 0) sc = c->attn_softcap * tanhf(sc / c->attn_softcap);
-            scores[s - first] = sc;
-            if (sc > mx) mx = sc;
+        int kvh = (int)(job / (size_t)per_kv), r0 = (int)(job % (size_t)per_kv) * j->rows;
+        gm_attn_rows a = {0};
+        for (int r = r0; r < r0 + j->rows && r < j->T * G; r++) {
+            int t = r / G, h = kvh * G + r % G, p = j->pos0 + t;
+            int first = 0;
+            if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
+            a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.out[a.n] = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.first[a.n] = first;
+            a.last[a.n] = p;
+            a.n++;
         }
-        double sum = 0;
-        for (int s = first; s <= p; s++) {
-            float e = expf(scores[s - first] - mx);
-            scores[s - first] = e;
-            sum += e;
-        }
-        float inv = (float)(1.0 / sum);
-        float *out = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
-        memset(out, 0, (size_t)H * sizeof(float));
-        for (int s = first; s <= p; s++) {
-            const float *v = j->L->v + (size_t)(s % j->L->slots) * KH + (size_t)kvh * (size_t)H;
-            gm_axpy_f32(out, scores[s - first] * inv, v, (size_t)H);
-        }
+        gm_attention_rows(&a, j->L->k + (size_t)kvh * (size_t)H, j->L->v + (size_t)kvh * (size_t)H, KH, j->L->slots,
+                          (size_t)H, c->attn_softcap, scores);
     }
 }
 
@@ -248,37 +314,39 @@ static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int p
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
     size_t N = (size_t)c->n_heads, K = (size_t)c->n_kv_heads, NH = N * H, KH = K * H;
     bool global = c->layer_is_global[l];
-    const float *inv_freq = global ? d->inv_freq_global : d->inv_freq_local;
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
-    GM_TRY(linear(d, &W->q, d->xn, T, d->q));
-    GM_TRY(linear(d, &W->k, d->xn, T, d->k));
-    GM_TRY(linear(d, &W->v, d->xn, T, d->v));
+    const gm_matrix *qkv[3] = {&W->q, &W->k, &W->v};
+    float *qkv_out[3] = {d->q, d->k, d->v};
+    GM_TRY(linear_n(d, qkv, 3, d->xn, T, qkv_out));
     for (int t = 0; t < T; t++) {
         int p = pos0 + t;
+        const float *cs = (global ? d->rope_global : d->rope_local) + (size_t)t * H;
         for (size_t h = 0; h < N; h++) {
             float *q = d->q + t * NH + h * H;
             gm_rmsnorm(q, q, W->q_norm, H, c->rms_eps);
-            gm_rope(q, H, p, inv_freq);
+            gm_rope_apply(q, H, cs);
             for (size_t i = 0; i < H; i++) q[i] *= c->query_scale;
         }
         float *kslot = L->k + (size_t)(p % L->slots) * KH, *vslot = L->v + (size_t)(p % L->slots) * KH;
         for (size_t h = 0; h < K; h++) {
             float *k = d->k + t * KH + h * H;
             gm_rmsnorm(k, k, W->k_norm, H, c->rms_eps);
-            gm_rope(k, H, p, inv_freq);
+            gm_rope_apply(k, H, cs);
         }
         memcpy(kslot, d->k + t * KH, KH * sizeof(float));
         memcpy(vslot, d->v + t * KH, KH * sizeof(float));
     }
-    attn_job aj = {d, L, global, T, pos0};
+    int threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
+    attn_job aj = {d, L, global, T, pos0, rows < 1 ? 1 : rows > 4 ? 4 : rows};
     gm_pool_run(d->pool, attn_worker, &aj);
     GM_TRY(linear(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
-    GM_TRY(linear(d, &W->gate, d->xn, T, d->gate));
-    GM_TRY(linear(d, &W->up, d->xn, T, d->up));
+    const gm_matrix *gu[2] = {&W->gate, &W->up};
+    float *gu_out[2] = {d->gate, d->up};
+    GM_TRY(linear_n(d, gu, 2, d->xn, T, gu_out));
     for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
     GM_TRY(linear(d, &W->down, d->gate, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
@@ -301,6 +369,11 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
     for (int done = 0; done < T;) {
         int n = T - done < GM_PREFILL_CHUNK ? T - done : GM_PREFILL_CHUNK;
         GM_TRY(embed(d, tokens + done, n, d->x));
+        /* rotations of this chunk's positions, shared by every layer and head */
+        for (int t = 0; t < n; t++) {
+            gm_rope_table(d->rope_local + (size_t)t * c->head_dim, (size_t)c->head_dim, pos0 + done + t, d->inv_freq_local);
+            gm_rope_table(d->rope_global + (size_t)t * c->head_dim, (size_t)c->head_dim, pos0 + done + t, d->inv_freq_global);
+        }
         for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, &kv->layers[l], n, pos0 + done));
         if (logits_all)
             for (int t = 0; t < n; t++)

@@ -65,6 +65,49 @@ static gm_status load_vector(const gm_source *src, const char *name, uint64_t n,
     return GM_OK;
 }
 
+static bool exact_mode(void) {
+    const char *e = getenv("GM_EXACT");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* Rows [r, r + n) of this device's slice, as stored, into dst (n rows of m->row_bytes). */
+static gm_status read_slice_rows(const gm_source *src, const gm_tensor_info *t, const gm_matrix *m,
+                                 const gm_dtype_info *di, uint64_t r, uint64_t n, uint8_t *dst, uint8_t *rowbuf) {
+    if (m->plan.split != GM_SPLIT_COLS) return gm_source_read_rows(src, t, m->lo + r, n, dst);
+    /* column slice: one ranged read per row (only this device's bytes are kept) */
+    uint64_t col_byte0 = m->lo / di->block * di->bytes;
+    for (uint64_t i = 0; i < n; i++) {
+        GM_TRY(gm_source_read_rows(src, t, r + i, 1, rowbuf));
+        memcpy(dst + i * m->row_bytes, rowbuf + col_byte0, m->row_bytes);
+    }
+    return GM_OK;
+}
+
+/* A quantized slice, packed into 16-row panels through a staging buffer of a few MiB. */
+static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
+                             int dev, uint64_t *bytes) {
+    size_t pbytes = gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols);
+    gm_pack_describe(t->type, (size_t)m->rows, (size_t)m->cols, &m->packed);
+    m->packed.data = alloc_weights(pbytes);
+    if (!m->packed.data)
+        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(src), pbytes,
+                       t->name, dev);
+    *bytes += pbytes;
+    size_t chunk = (4u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
+    if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
+    if (chunk > m->rows) chunk = (size_t)m->rows;
+    uint8_t *stage = malloc(chunk * m->row_bytes), *rowbuf = m->plan.split == GM_SPLIT_COLS ? malloc(t->row_bytes) : NULL;
+    gm_status st = stage && (rowbuf || m->plan.split != GM_SPLIT_COLS) ? GM_OK : gm_fail(GM_ERR_NOMEM, "out of memory");
+    for (uint64_t r = 0; r < m->rows && st == GM_OK; r += chunk) {
+        uint64_t n = m->rows - r < chunk ? m->rows - r : chunk;
+        st = read_slice_rows(src, t, m, di, r, n, stage, rowbuf);
+        if (st == GM_OK) gm_pack_rows(&m->packed, stage, m->row_bytes, (size_t)r, (size_t)(r + n));
+    }
+    free(stage);
+    free(rowbuf);
+    return st;
+}
+
 static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, const char *name,
                              uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
     const gm_tensor_info *t = need(src, name);
@@ -105,6 +148,8 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
         m->cols = ne0;
         m->row_bytes = (size_t)t->row_bytes;
     }
+    if (!exact_mode() && gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols) > 0)
+        return load_packed(src, t, m, di, dev, bytes);
     size_t total = (size_t)(m->rows * m->row_bytes);
     m->data = alloc_weights(total);
     if (!m->data)
@@ -125,8 +170,14 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
     return st;
 }
 
+void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out) {
+    if (m->packed.data) gm_packed_row(&m->packed, (size_t)r, out);
+    else gm_dequant_row(m->type, (const uint8_t *)m->data + r * m->row_bytes, out, (size_t)m->cols);
+}
+
 static void free_matrix(gm_matrix *m) {
     free(m->data);
+    free(m->packed.data);
     free(m->off);
     memset(m, 0, sizeof *m);
 }
