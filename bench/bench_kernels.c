@@ -157,11 +157,14 @@ int main(int argc, char **argv) {
             P[si].data = pb && w[si] ? aligned_alloc(2u << 20, (pb + (2u << 20) - 1) / (2u << 20) * (2u << 20)) : NULL;
             if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
         }
-        gm_xq xq = {aligned_alloc(64, T * 1152 * 2), malloc(T * 36 * 4), malloc(T * 36 * 4), 0};
-        for (int ii = 0; ii < 3 && P[1].data; ii++) {
-            const gm_packed_ops *pops = gm_packed_lookup(isas[ii]);
-            if (!pops || !listed(isa_arg, isas[ii])) continue;
-            printf("%-6s %-7s", tname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : "avx512P");
+        gm_xq xq = {0};
+        xq.q = aligned_alloc(64, T * 1152 * 2), xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4);
+        xq.hi = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
+        static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
+        for (int ii = 0; ii < 4 && P[1].data; ii++) {
+            const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
+            if (!pops || !listed(isa_arg, pisas[ii]) || (ii == 3 && t != GM_BF16)) continue;
+            printf("%-6s %-7s", tname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
             for (int si = 0; si < 2; si++) {
                 if (!P[si].data) {
                     printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
@@ -171,7 +174,8 @@ int main(int argc, char **argv) {
                 int runs = 0;
                 do {
                     double t0 = now();
-                    pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
+                    if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
+                    else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
                     pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
                     double dt = now() - t0;
                     if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
@@ -185,7 +189,8 @@ int main(int argc, char **argv) {
             int runs = 0;
             do {
                 double t0 = now();
-                pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
+                if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
+                else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
                 pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
                 double dt = now() - t0;
                 best = dt < best ? dt : best;
@@ -197,6 +202,8 @@ int main(int argc, char **argv) {
         free(xq.q);
         free(xq.d);
         free(xq.s);
+        free(xq.hi);
+        free(xq.lo);
         free(P[0].data);
         free(P[1].data);
         free(w[0]);

@@ -12,7 +12,7 @@
 #include <cpuid.h>
 
 typedef struct cpu_features {
-    bool avx2, avx512, avx512vnni;
+    bool avx2, avx512, avx512vnni, amx;
 } cpu_features;
 
 static uint64_t xgetbv0(void) {
@@ -22,7 +22,7 @@ static uint64_t xgetbv0(void) {
 }
 
 static cpu_features detect(void) {
-    cpu_features f = {false, false, false};
+    cpu_features f = {false, false, false, false};
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
@@ -37,13 +37,15 @@ static cpu_features detect(void) {
     /* The avx512 kernels use F, BW, VL and DQ only (VNNI / BF16 instructions are not emitted). */
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
     f.avx512vnni = f.avx512 && (c >> 11 & 1); /* the packed kernels' vpdpwssd */
+    bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1, os_tile = (xcr0 >> 17 & 3) == 3;
+    f.amx = f.avx512vnni && amx_bf16 && amx_tile && os_tile; /* and the kernel's permission: init_once */
     return f;
 }
 #else
 typedef struct cpu_features {
-    bool avx2, avx512, avx512vnni;
+    bool avx2, avx512, avx512vnni, amx;
 } cpu_features;
-static cpu_features detect(void) { return (cpu_features){false, false, false}; }
+static cpu_features detect(void) { return (cpu_features){false, false, false, false}; }
 #endif
 
 /* Written once under pthread_once, read-only afterwards. */
@@ -55,12 +57,14 @@ static const gm_vec_ops *g_vec;
 
 static void init_once(void) {
     g_cpu = detect();
+    if (g_cpu.amx && (getenv("GM_NO_AMX") || !gm_amx_enable())) g_cpu.amx = false;
     const char *want = getenv("GM_KERNELS");
     const gm_kernel_ops *best = g_cpu.avx512 ? &gm_kernels_avx512 : g_cpu.avx2 ? &gm_kernels_avx2 : &gm_kernels_scalar;
     g_chosen = best;
     if (want && strcmp(want, "scalar") == 0) g_chosen = &gm_kernels_scalar;
     if (want && strcmp(want, "avx2") == 0 && g_cpu.avx2) g_chosen = &gm_kernels_avx2;
     g_packed = g_chosen == &gm_kernels_scalar ? &gm_packed_scalar
+               : g_chosen == &gm_kernels_avx512 && g_cpu.amx        ? &gm_packed_amx
                : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
                                                                     : &gm_packed_avx2;
     g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
@@ -84,7 +88,13 @@ const gm_packed_ops *gm_packed_lookup(const char *isa) {
     if (strcmp(isa, "scalar") == 0) return &gm_packed_scalar;
     if (strcmp(isa, "avx2") == 0) return g_cpu.avx2 ? &gm_packed_avx2 : NULL;
     if (strcmp(isa, "avx512") == 0) return g_cpu.avx512vnni ? &gm_packed_avx512 : NULL;
+    if (strcmp(isa, "amx") == 0) return g_cpu.amx ? &gm_packed_amx : NULL;
     return NULL;
+}
+
+bool gm_packed_bf16_amx(void) {
+    pthread_once(&g_once, init_once);
+    return g_packed == &gm_packed_amx;
 }
 
 const gm_vec_ops *gm_vec_lookup(const char *isa) {

@@ -28,6 +28,12 @@ typedef struct gm_packed_ops {
 extern const gm_packed_ops gm_packed_scalar;
 extern const gm_packed_ops gm_packed_avx2;
 extern const gm_packed_ops gm_packed_avx512; /* needs AVX-512 VNNI */
+extern const gm_packed_ops gm_packed_amx;    /* gm_packed_avx512 with AMX-BF16 for BF16 matmuls */
+void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* AMX needs the kernel's permission for the tile data state (Linux arch_prctl); false if refused. */
+bool gm_amx_enable(void);
 
 /* The packed kernels named `isa` when this CPU can run them, else NULL. */
 const gm_packed_ops *gm_packed_lookup(const char *isa);

@@ -14,6 +14,7 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     case GM_Q4_0: case GM_Q5_0: case GM_Q8_0: return GM_PK_D16;
     case GM_Q4_1: case GM_Q5_1: case GM_Q4_K: case GM_Q5_K: return GM_PK_SM32;
     case GM_Q6_K: return GM_PK_S16;
+    case GM_BF16: return GM_PK_BF16;
     default: return GM_PK_NONE;
     }
 }
@@ -22,6 +23,7 @@ static size_t tile_bytes_of(gm_pack_kind k) {
     switch (k) {
     case GM_PK_D16: return 512 + 32;
     case GM_PK_SM32: case GM_PK_S16: return 512 + 128;
+    case GM_PK_BF16: return 1024;
     default: return 0;
     }
 }
@@ -134,6 +136,18 @@ static float get_f32(const uint8_t *p) {
 }
 
 /* Q8_0 (the embedding's type): codes and scale bytes move as they are. */
+/* BF16: the values move as they are, 2-byte units. */
+static void pack_bf16_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 1024;
+        for (size_t r = 0; r < nrows; r++) {
+            uint32_t pairs[16];
+            memcpy(pairs, W + r * rb + b * 64, 64);
+            for (int p = 0; p < 16; p++) memcpy(t + 64 * p + 4 * r, &pairs[p], 4);
+        }
+    }
+}
+
 static void pack_q8_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
     for (size_t b = 0; b < tiles; b++) {
         uint8_t *t = dst + b * 544;
@@ -158,6 +172,10 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
         const uint8_t *src = (const uint8_t *)W + (p0 - r0) * row_bytes;
         if (P->from == GM_Q8_0) {
             pack_q8_0_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        if (P->from == GM_BF16) {
+            pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
         int8_t q[256];
@@ -198,6 +216,10 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
     size_t i = r % GM_PANEL_ROWS;
     for (size_t b = 0; b < P->cols / 32; b++) {
         const uint8_t *t = panel + b * P->tile_bytes;
+        if (P->kind == GM_PK_BF16) {
+            for (int c = 0; c < 32; c++) out[32 * b + (size_t)c] = gm_bf16_to_f32(gm_kernels_le16(t + 64 * (c / 2) + 4 * i + 2 * (c & 1)));
+            continue;
+        }
         for (int c = 0; c < 32; c++) {
             float q = (float)(int8_t)t[32 * (c / 2) + 2 * i + (c & 1)];
             float w;
@@ -210,4 +232,23 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             out[32 * b + (size_t)c] = w;
         }
     }
+}
+
+/* x ~ hi + lo in bf16, each rounded to nearest even (hi = bf16(x), lo = bf16(x - hi)) */
+void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
+    xq->x = x;
+    xq->ldx = ldx;
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = cols / 32;
+    xq->split = split && xq->hi && xq->lo;
+    if (!xq->split) return;
+    size_t Tpad = (T + 15) / 16 * 16;
+    for (size_t t = 0; t < Tpad; t++)
+        for (size_t c = 0; c < cols; c++) {
+            float v = t < T ? x[t * ldx + c] : 0.0f;
+            uint16_t h = gm_f32_to_bf16(v);
+            xq->hi[t * cols + c] = h;
+            xq->lo[t * cols + c] = gm_f32_to_bf16(v - gm_bf16_to_f32(h));
+        }
 }

@@ -10,6 +10,11 @@
  *                                                                          (s = d*sc, m = -dmin*m of the sub-block)
  *   GM_PK_S16   f32 s[2][16]           w = s[c / 16][r] * q                Q6_K (s = d*sc; q - 32)
  *
+ * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
+ * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
+ * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into two bf16 terms
+ * x ~ hi + lo (16 significant bits) for AMX, or uses the f32 x on CPUs without AMX.
+ *
  * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
  * block scale is applied once per 16 rows x 32 columns. Rows past the end of the last panel are zero.
  *
@@ -28,7 +33,7 @@
 
 enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
 
-typedef enum gm_pack_kind { GM_PK_NONE = 0, GM_PK_D16, GM_PK_SM32, GM_PK_S16 } gm_pack_kind;
+typedef enum gm_pack_kind { GM_PK_NONE = 0, GM_PK_D16, GM_PK_SM32, GM_PK_S16, GM_PK_BF16 } gm_pack_kind;
 
 typedef struct gm_packed {
     gm_pack_kind kind;
@@ -53,22 +58,35 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
 /* Row r of P as f32, identical to gm_dequant_row of the original row. */
 void gm_packed_row(const gm_packed *P, size_t r, float *out);
 
-/* T activation vectors quantized per 32 values (cols a multiple of 32). A view of columns
- * [32k, 32k + n) of another gm_xq is {q + 32k, d + k, s + k, n, same ldq, same ldd}. */
+/* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
+ * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
+ * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, x, hi, lo by c0 and d, s by c0 / 32. */
 typedef struct gm_xq {
     int16_t *q;      /* [T][ldq]: round(x / d), 4-byte aligned */
     float *d;        /* [T][ldd] per 32 values: max |x| / 32767 (0 for an all-zero block) */
     float *s;        /* [T][ldd] d * sum(q): the block sum for the "+ m" terms */
     size_t cols;
     size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
+    const float *x;  /* [T][ldx] the f32 inputs (GM_PK_BF16) */
+    size_t ldx;
+    uint16_t *hi, *lo; /* [Tpad][ldq] bf16 split x = hi + lo (GM_PK_BF16 matmul with AMX); rows up to a
+                        * multiple of 16 are zero */
+    bool split;        /* hi / lo hold this batch (the AMX matmul uses them, else x) */
 } gm_xq;
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
  * ldd = cols / 32). The same on every path, bit for bit. */
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 
+/* Points xq at f32 inputs and, with `split`, fills hi / lo (T rounded up to a multiple of 16 rows,
+ * the extra rows zero; they need room for that) and sets xq->split. */
+void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq);
+/* Whether the chosen kernels multiply GM_PK_BF16 matrices by several inputs with AMX (which then
+ * wants the bf16 split of the inputs). */
+bool gm_packed_bf16_amx(void);
+
 /* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
- * quantized vector (token 0 of xq). */
+ * prepared vector (token 0 of xq). */
 void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 /* Y[t * ldy + r - r0] for T quantized inputs. */
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);

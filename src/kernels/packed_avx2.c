@@ -133,9 +133,32 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
     }
 }
 
+static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32;
+    const __m256i hi16 = _mm256_set1_epi32((int)0xffff0000u);
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m256 l0 = _mm256_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
+        for (size_t b = 0; b < tiles; b++, t += 1024) {
+            prefetch_ahead(t, 1024);
+            const float *x = xq->x + 32 * b;
+            for (int q = 0; q < 16; q++) {
+                __m256i lo = _mm256_load_si256((const __m256i *)(t + 64 * q)), hi = _mm256_load_si256((const __m256i *)(t + 64 * q + 32));
+                __m256 xe = _mm256_set1_ps(x[2 * q]), xo = _mm256_set1_ps(x[2 * q + 1]);
+                l0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), xe, l0);
+                l1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi16)), xo, l1);
+                h0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(hi, 16)), xe, h0);
+                h1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(hi, hi16)), xo, h1);
+            }
+        }
+        store_rows(y, _mm256_add_ps(l0, l1), _mm256_add_ps(h0, h1), p, r0, r1);
+    }
+}
+
 static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     if (r1 <= r0) return;
     switch (P->kind) {
+    case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
     case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
     case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
     case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
@@ -150,7 +173,9 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
         size_t a = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS;
         size_t b = (p + 1) * GM_PANEL_ROWS > r1 ? r1 : (p + 1) * GM_PANEL_ROWS;
         for (size_t t = 0; t < T; t++) {
-            gm_xq one = {xq->q + t * xq->ldq, xq->d + t * xq->ldd, xq->s + t * xq->ldd, P->cols, xq->ldq, xq->ldd};
+            gm_xq one = *xq;
+            if (P->kind == GM_PK_BF16) one.x = xq->x + t * xq->ldx;
+            else one.q = xq->q + t * xq->ldq, one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
             packed_matvec_avx2(P, a, b, &one, Y + t * ldy + (a - r0));
         }
     }

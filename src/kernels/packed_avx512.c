@@ -7,6 +7,8 @@
 #include "kernels/packed.h"
 #include "kernels/quant_x86.h"
 
+enum { NT = 8 }; /* inputs per matmul pass */
+
 /* ---- activation quantization ---- */
 
 static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
@@ -106,9 +108,76 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
     }
 }
 
+/* ---- BF16: f32 arithmetic on the exact weights ---- */
+
+/* the 16 rows' weights at columns 2p (even) and 2p + 1 (odd) of a BF16 tile, as f32 */
+GM_AI void bf16_pair(const uint8_t *t, int p, __m512 *even, __m512 *odd) {
+    __m512i v = _mm512_load_si512((const void *)(t + 64 * p));
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
+static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (size_t b = 0; b < tiles; b++, t += 1024) {
+            prefetch_ahead(t, 1024);
+            const float *x = xq->x + 32 * b;
+#pragma GCC unroll 8
+            for (int q = 0; q < 16; q += 2) {
+                __m512 e0, o0, e1, o1;
+                bf16_pair(t, q, &e0, &o0);
+                bf16_pair(t, q + 1, &e1, &o1);
+                a0 = _mm512_fmadd_ps(e0, _mm512_set1_ps(x[2 * q]), a0);
+                a1 = _mm512_fmadd_ps(o0, _mm512_set1_ps(x[2 * q + 1]), a1);
+                a2 = _mm512_fmadd_ps(e1, _mm512_set1_ps(x[2 * q + 2]), a2);
+                a3 = _mm512_fmadd_ps(o1, _mm512_set1_ps(x[2 * q + 3]), a3);
+            }
+        }
+        store_rows(y, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), p, r0, r1);
+    }
+}
+
+/* nt inputs at a time share each converted pair: 2 * nt FMAs per 2 conversions */
+GM_AI void matmul_bf16_k(int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq, size_t t0,
+                         float *Y, size_t ldy) {
+    const size_t tiles = P->cols / 32;
+    const uint8_t *t = P->data + p * P->panel_bytes;
+    __m512 acc[NT];
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < tiles; b++, t += 1024) {
+        const float *x = xq->x + t0 * xq->ldx + 32 * b;
+#pragma GCC unroll 2
+        for (int q = 0; q < 16; q++) {
+            __m512 e, o;
+            bf16_pair(t, q, &e, &o);
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++) {
+                acc[j] = _mm512_fmadd_ps(e, _mm512_set1_ps(x[(size_t)j * xq->ldx + 2 * q]), acc[j]);
+                acc[j] = _mm512_fmadd_ps(o, _mm512_set1_ps(x[(size_t)j * xq->ldx + 2 * q + 1]), acc[j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
+}
+
+static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        size_t t = 0;
+        for (; t + NT <= T; t += NT) matmul_bf16_k(NT, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t + 4 <= T; t += 4) matmul_bf16_k(4, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t < T; t++) matmul_bf16_k(1, P, p, r0, r1, xq, t, Y, ldy);
+    }
+}
+
 static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     if (r1 <= r0) return;
     switch (P->kind) {
+    case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
     case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
     case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
     case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
@@ -117,8 +186,6 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
 }
 
 /* ---- matmul: NT inputs share each converted code register ---- */
-
-enum { NT = 8 };
 
 /* integer dots of one tile's pairs [p0, p0+n) for nt inputs (xp[j]: input j's pairs of this tile) */
 GM_AI void tile_dot_nt(const uint8_t *t, const int32_t *const *xp, int p0, int n, int nt, __m512i *a) {
@@ -186,10 +253,11 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
     }
 }
 
-static void packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
-                                 size_t ldy) {
+void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                             size_t ldy) {
     if (r1 <= r0) return;
     switch (P->kind) {
+    case GM_PK_BF16: matmul_bf16_fma(P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_D16: matmul_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_S16: matmul_kind(GM_PK_S16, P, r0, r1, xq, T, Y, ldy); return;
@@ -197,4 +265,11 @@ static void packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const
     }
 }
 
-const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, packed_matvec_avx512, packed_matmul_avx512};
+void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    packed_matvec_avx512(P, r0, r1, xq, y);
+}
+void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    quantize_x_avx512(x, ldx, T, cols, xq);
+}
+
+const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, packed_matvec_avx512, gm_packed_matmul_avx512};

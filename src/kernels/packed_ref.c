@@ -1,6 +1,7 @@
 /* Scalar reference for the packed kernels: activation quantization (bit-identical on every path) and
  * packed matvec / matmul computed as exact integer dots per tile, scaled and summed in f64. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
@@ -36,8 +37,32 @@ static int64_t idot(const uint8_t *t, int i, const int16_t *q, int c0, int n) {
     return s;
 }
 
+/* BF16: exact f32 values of x, or the hi + lo split when the matmul uses it */
+static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
+                            bool split) {
+    float *w = malloc(P->cols * sizeof *w);
+    if (!w) return;
+    for (size_t r = r0; r < r1; r++) {
+        gm_packed_row(P, r, w);
+        for (size_t t = 0; t < T; t++) {
+            double acc = 0;
+            for (size_t c = 0; c < P->cols; c++) {
+                double x = split ? (double)gm_bf16_to_f32(xq->hi[t * xq->ldq + c]) + gm_bf16_to_f32(xq->lo[t * xq->ldq + c])
+                                 : (double)xq->x[t * xq->ldx + c];
+                acc += (double)w[c] * x;
+            }
+            Y[t * ldy + (r - r0)] = (float)acc;
+        }
+    }
+    free(w);
+}
+
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const size_t nb = P->cols / 32;
+    if (P->kind == GM_PK_BF16) {
+        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
+        return;
+    }
     for (size_t r = r0; r < r1; r++) {
         const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
         int i = (int)(r % GM_PANEL_ROWS);

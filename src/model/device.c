@@ -38,12 +38,14 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
                            sizes[i] * sizeof(float));
         }
     }
-    size_t nq = T * wide, nblk = T * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK);
+    size_t nq = T * wide, nblk = T * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK), nh = (T + 15) / 16 * 16 * wide;
     d->xq.q = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
     d->xq.d = malloc(nblk * sizeof(float));
     d->xq.s = malloc(nblk * sizeof(float));
-    d->activation_bytes += nq * sizeof(int16_t) + 2 * nblk * sizeof(float);
-    if (!d->xq.q || !d->xq.d || !d->xq.s) {
+    d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->activation_bytes += nq * sizeof(int16_t) + 2 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
+    if (!d->xq.q || !d->xq.d || !d->xq.s || !d->xq.hi || !d->xq.lo) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -63,6 +65,8 @@ void gm_device_free(gm_device *d) {
     free(d->xq.q);
     free(d->xq.d);
     free(d->xq.s);
+    free(d->xq.hi);
+    free(d->xq.lo);
     memset(d, 0, sizeof *d);
 }
 
@@ -157,6 +161,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
         tk.r0 = 0, tk.r1 = (size_t)m->rows, tk.Y = Y, tk.ldy = R;
         if (m->packed.data) {
             tk.xq.q += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
+            tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.lo += m->lo;
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
             for (int t = 0; t < T; t++)
@@ -195,12 +200,15 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
  * quantized once, the products run in one pass of the thread pool when none needs the staging
  * buffer, then each is completed by its collective, in order. */
 static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
-    bool packed = false, fuse = true;
+    bool quant = false, bf16 = false, fuse = true;
     for (int i = 0; i < n; i++) {
-        packed |= ms[i]->packed.data != NULL;
+        quant |= ms[i]->packed.data && ms[i]->packed.kind != GM_PK_BF16;
+        bf16 |= ms[i]->packed.data && ms[i]->packed.kind == GM_PK_BF16;
         fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
     }
-    if (packed) gm_quantize_x(X, (size_t)ms[0]->full_cols, (size_t)T, (size_t)ms[0]->full_cols, &d->xq);
+    size_t C = (size_t)ms[0]->full_cols;
+    if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, T > 1 && gm_packed_bf16_amx(), &d->xq);
+    if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
     mm_task tasks[4];
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
