@@ -71,31 +71,36 @@ void gm_matmul_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, 
                    size_t T, float *Y, size_t ldy);
 
 void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* Code of pair p, lane i of a packed tile (pack.c). */
+int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i);
 void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 
 /* The end of quantizing one 32-value block v whose max |v| is amax (every path finds amax its own
  * way, then calls this, so all paths agree bit for bit): q = round-to-even(v * 32767 / amax),
- * d = amax / 32767, s = d * sum(q). A block with a NaN or infinity gets d = NaN (the outputs become
+ * d = amax / 32767, s = d * sum(q), qs = the sums of q over each 16 values. A block with a NaN or infinity gets d = NaN (the outputs become
  * NaN, as the f32 kernels' would); a block below 1e-30 in magnitude counts as zero. */
-static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, float *d, float *s) {
+static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, float *d, float *s, int32_t *qs) {
     int bad = !(amax <= 3.4028235e38f);
     for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
     if (bad || amax < 1e-30f) {
         for (int i = 0; i < 32; i++) q[i] = 0;
         *d = bad ? __builtin_nanf("") : 0.0f;
         *s = *d;
+        qs[0] = qs[1] = 0;
         return;
     }
     float inv = 32767.0f / amax;
-    int32_t sum = 0;
+    int32_t sum[2] = {0, 0};
     for (int i = 0; i < 32; i++) {
         float r = __builtin_rintf(v[i] * inv);
         q[i] = (int16_t)r;
-        sum += q[i];
+        sum[i / 16] += q[i];
     }
     *d = amax / 32767.0f;
-    *s = *d * (float)sum;
+    *s = *d * (float)(sum[0] + sum[1]);
+    qs[0] = sum[0];
+    qs[1] = sum[1];
 }
 
 /* Bytes of the first n elements of a row of `type` (n a multiple of the block). */
@@ -113,6 +118,11 @@ static inline size_t gm_kernels_bytes_of(gm_dtype type, size_t n) {
     case GM_Q6_K: return n / 256 * 210;
     default: return 0;
     }
+}
+
+/* Little-endian u32 at p. */
+static inline uint32_t gm_kernels_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* Little-endian f16 field at p (block scales are not 2-byte aligned in general). */

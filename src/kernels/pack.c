@@ -11,9 +11,11 @@
 
 gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     switch (type) {
-    case GM_Q4_0: case GM_Q5_0: case GM_Q8_0: return GM_PK_D16;
-    case GM_Q4_1: case GM_Q5_1: case GM_Q4_K: case GM_Q5_K: return GM_PK_SM32;
-    case GM_Q6_K: return GM_PK_S16;
+    case GM_Q4_0: case GM_Q8_0: return GM_PK_D16;
+    case GM_Q5_1: case GM_Q5_K: return GM_PK_SM32;
+    case GM_Q4_1: case GM_Q4_K: return GM_PK_N4SM;
+    case GM_Q5_0: return GM_PK_N5D;
+    case GM_Q6_K: return GM_PK_N6;
     case GM_BF16: return GM_PK_BF16;
     default: return GM_PK_NONE;
     }
@@ -22,10 +24,45 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
 static size_t tile_bytes_of(gm_pack_kind k) {
     switch (k) {
     case GM_PK_D16: return 512 + 32;
-    case GM_PK_SM32: case GM_PK_S16: return 512 + 128;
+    case GM_PK_SM32: return 512 + 128;
+    case GM_PK_N4SM: return 256 + 128;
+    case GM_PK_N5D: return 256 + 64 + 32;
+    case GM_PK_N6: return 256 + 128 + 128;
     case GM_PK_BF16: return 1024;
     default: return 0;
     }
+}
+
+/* Where a kind's scales start in a tile (after its codes). */
+static size_t scale_offset(gm_pack_kind k) {
+    switch (k) {
+    case GM_PK_N4SM: return 256;
+    case GM_PK_N5D: return 320;
+    case GM_PK_N6: return 384;
+    default: return 512;
+    }
+}
+
+static bool nibble_kind(gm_pack_kind k) { return k == GM_PK_N4SM || k == GM_PK_N5D || k == GM_PK_N6; }
+
+/* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
+int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
+    if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
+    int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
+    if (k != GM_PK_N4SM) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
+    if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
+    return c;
+}
+
+static void put_code(gm_pack_kind k, uint8_t *t, int p, int i, int c) {
+    if (!nibble_kind(k)) {
+        t[32 * p + i] = (uint8_t)c;
+        return;
+    }
+    uint8_t *b = &t[32 * (p & 7) + i];
+    *b = p < 8 ? (uint8_t)((*b & 0xf0) | (c & 15)) : (uint8_t)((*b & 0x0f) | (c & 15) << 4);
+    for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
+        t[(bit == 4 ? 256 : 320) + 4 * p + i / 8] |= (uint8_t)(((c >> bit) & 1) << (i % 8));
 }
 
 static size_t block_of(gm_dtype t) { return t == GM_Q4_K || t == GM_Q5_K || t == GM_Q6_K ? 256 : 32; }
@@ -180,28 +217,28 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
         }
         int8_t q[256];
         float s[16], m[8];
+        const size_t so = scale_offset(P->kind);
+        /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
+        const int off = P->kind == GM_PK_N5D ? 16 : P->kind == GM_PK_N6 ? 32 : 0;
         for (size_t r = 0; r < nrows; r++) {
             for (size_t bi = 0; bi < P->cols / blk; bi++) {
-                decode_block(P->from, src + r * row_bytes + bi * bbytes, q, s, m);
+                const uint8_t *block = src + r * row_bytes + bi * bbytes;
+                decode_block(P->from, block, q, s, m);
                 for (size_t k = 0; k < per_block; k++) {
                     uint8_t *t = panel + (bi * per_block + k) * P->tile_bytes;
-                    for (int p = 0; p < 16; p++) {
-                        t[32 * p + 2 * r] = (uint8_t)q[32 * k + 2 * p];
-                        t[32 * p + 2 * r + 1] = (uint8_t)q[32 * k + 2 * p + 1];
-                    }
+                    for (int p = 0; p < 16; p++)
+                        for (int j = 0; j < 2; j++) put_code(P->kind, t, p, (int)(2 * r) + j, q[32 * k + 2 * p + j] + off);
                     switch (P->kind) {
-                    case GM_PK_D16: {
-                        uint16_t h = gm_kernels_le16(src + r * row_bytes + bi * bbytes); /* d, verbatim */
-                        memcpy(t + 512 + 2 * r, &h, 2);
+                    case GM_PK_D16: case GM_PK_N5D: /* d, verbatim */
+                        memcpy(t + so + 2 * r, block + (P->from == GM_Q6_K ? 208 : 0), 2);
                         break;
-                    }
-                    case GM_PK_SM32:
-                        put_f32(t + 512 + 4 * r, s[k]);
-                        put_f32(t + 576 + 4 * r, m[k]);
+                    case GM_PK_SM32: case GM_PK_N4SM:
+                        put_f32(t + so + 4 * r, s[k]);
+                        put_f32(t + so + 64 + 4 * r, m[k]);
                         break;
-                    case GM_PK_S16:
-                        put_f32(t + 512 + 4 * r, s[2 * k]);
-                        put_f32(t + 576 + 4 * r, s[2 * k + 1]);
+                    case GM_PK_N6:
+                        put_f32(t + so + 4 * r, s[2 * k]);
+                        put_f32(t + so + 64 + 4 * r, s[2 * k + 1]);
                         break;
                     default: break;
                     }
@@ -220,13 +257,15 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             for (int c = 0; c < 32; c++) out[32 * b + (size_t)c] = gm_bf16_to_f32(gm_kernels_le16(t + 64 * (c / 2) + 4 * i + 2 * (c & 1)));
             continue;
         }
+        const size_t so = scale_offset(P->kind);
         for (int c = 0; c < 32; c++) {
-            float q = (float)(int8_t)t[32 * (c / 2) + 2 * i + (c & 1)];
+            int code = gm_packed_code(P->kind, t, c / 2, (int)(2 * i) + (c & 1));
             float w;
             switch (P->kind) {
-            case GM_PK_D16: w = F16(t + 512 + 2 * i) * q; break;
-            case GM_PK_SM32: w = get_f32(t + 512 + 4 * i) * q + get_f32(t + 576 + 4 * i); break;
-            case GM_PK_S16: w = get_f32(t + 512 + 64 * (c / 16) + 4 * i) * q; break;
+            case GM_PK_D16: w = F16(t + so + 2 * i) * (float)code; break;
+            case GM_PK_N5D: w = F16(t + so + 2 * i) * (float)(code - 16); break;
+            case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
+            case GM_PK_N6: w = get_f32(t + so + 64 * (size_t)(c / 16) + 4 * i) * (float)(code - 32); break;
             default: w = 0; break;
             }
             out[32 * b + (size_t)c] = w;

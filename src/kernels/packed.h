@@ -1,22 +1,31 @@
-/* Packed weights and int16 activations: the fast path of every quantized matrix product.
+/* Packed weights and int16 activations: the fast path of every quantized (and BF16) matrix product.
  *
- * At load time each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) is re-laid out,
- * losslessly, into panels of 16 rows. A panel holds cols/32 tiles, one per 32 columns:
+ * At load time each quantized matrix is re-laid out, losslessly, into panels of 16 rows. A panel holds
+ * cols/32 tiles, one per 32 columns. Element (row r, column 32b + 2p + j) of a tile is "pair p,
+ * lane i = 2r + j": pairs 0-7 are the tile's first 16 columns, pairs 8-15 the last 16. Codes:
  *
- *   codes  int8 [16 column pairs][16 rows][2]     code of (row r, column 32b + 2p + j) at byte 32p + 2r + j
- *   then, by kind (w = the weight the GGUF block stores, bit for bit the value gm_dequant_row gives):
- *   GM_PK_D16   f16 d[16]              w = d[r] * q                        Q8_0, Q4_0, Q5_0 (q - 8, q - 16)
- *   GM_PK_SM32  f32 s[16], f32 m[16]   w = s[r] * q + m[r]                 Q4_1, Q5_1 (m = min); Q4_K, Q5_K
- *                                                                          (s = d*sc, m = -dmin*m of the sub-block)
- *   GM_PK_S16   f32 s[2][16]           w = s[c / 16][r] * q                Q6_K (s = d*sc; q - 32)
+ *   8-bit  int8 [16 pairs][32 lanes]                       (GM_PK_D16, GM_PK_SM32)
+ *   4-bit  u8 [8 groups][32 lanes]: low nibble = pair g, high nibble = pair g + 8
+ *   5-bit  the 4-bit bytes, then u32 [16 pairs]: bit i = bit 4 of lane i's code
+ *   6-bit  the 5-bit bytes, then u32 [16 pairs]: bit i = bit 5 of lane i's code
+ *
+ * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
+ *
+ *   kind         codes  scales                         w                          from
+ *   GM_PK_D16    8-bit  f16 d[16]                      d[r] * q                   Q8_0, Q4_0 (q - 8)
+ *   GM_PK_SM32   8-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q5_1, Q5_K (s = d*sc, m = -dmin*m)
+ *   GM_PK_N4SM   4-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q4_1, Q4_K
+ *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
+ *   GM_PK_N6     6-bit  f32 s[2][16] (per 16 columns)  s[c / 16][r] * (q - 32)    Q6_K (s = d*sc)
+ *
+ * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
+ * block scale is applied once per 16 rows x 16 or 32 columns. Rows past the end of the last panel are
+ * zero. The code offsets (-16, -32) are applied to the integer dot through the input's block sums.
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
  * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into two bf16 terms
  * x ~ hi + lo (16 significant bits) for AMX, or uses the f32 x on CPUs without AMX.
- *
- * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
- * block scale is applied once per 16 rows x 32 columns. Rows past the end of the last panel are zero.
  *
  * Activations are quantized per 32 values to int16: x ~ d * q with d = max|x| / 32767, so a product
  * is an exact integer dot (vpdpwssd / vpmaddwd) times d_w * d_x. The relative error this adds to a
@@ -33,7 +42,15 @@
 
 enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
 
-typedef enum gm_pack_kind { GM_PK_NONE = 0, GM_PK_D16, GM_PK_SM32, GM_PK_S16, GM_PK_BF16 } gm_pack_kind;
+typedef enum gm_pack_kind {
+    GM_PK_NONE = 0,
+    GM_PK_D16,
+    GM_PK_SM32,
+    GM_PK_N4SM,
+    GM_PK_N5D,
+    GM_PK_N6,
+    GM_PK_BF16
+} gm_pack_kind;
 
 typedef struct gm_packed {
     gm_pack_kind kind;
@@ -60,11 +77,12 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out);
 
 /* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
  * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
- * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, x, hi, lo by c0 and d, s by c0 / 32. */
+ * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, x, hi, lo by c0, d, s by c0 / 32, qs by c0 / 16. */
 typedef struct gm_xq {
     int16_t *q;      /* [T][ldq]: round(x / d), 4-byte aligned */
     float *d;        /* [T][ldd] per 32 values: max |x| / 32767 (0 for an all-zero block) */
     float *s;        /* [T][ldd] d * sum(q): the block sum for the "+ m" terms */
+    int32_t *qs;     /* [T][2 ldd] sum(q) of each 16 values: the code offsets' terms */
     size_t cols;
     size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
     const float *x;  /* [T][ldx] the f32 inputs (GM_PK_BF16) */

@@ -40,7 +40,8 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
             __m256 un = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, v0, _CMP_UNORD_Q), _mm256_cmp_ps(v1, v1, _CMP_UNORD_Q)),
                                      _mm256_or_ps(_mm256_cmp_ps(v2, v2, _CMP_UNORD_Q), _mm256_cmp_ps(v3, v3, _CMP_UNORD_Q)));
             if (_mm256_movemask_ps(un) || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
-                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b]);
+                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b],
+                                   &xq->qs[2 * (t * nb + b)]);
                 continue;
             }
             __m256 inv = _mm256_set1_ps(32767.0f / amax);
@@ -53,55 +54,97 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
             _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b + 16), c);
             float d = amax / 32767.0f;
             xq->d[t * nb + b] = d;
-            xq->s[t * nb + b] =
-                d * (float)hsum8i(_mm256_add_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3)));
+            int32_t s0 = hsum8i(_mm256_add_epi32(q0, q1)), s1 = hsum8i(_mm256_add_epi32(q2, q3));
+            xq->s[t * nb + b] = d * (float)(s0 + s1);
+            xq->qs[2 * (t * nb + b)] = s0;
+            xq->qs[2 * (t * nb + b) + 1] = s1;
         }
     }
 }
 
-/* rows 0-7 and 8-15 of pairs [p0, p0 + n) of tile t times the inputs */
-GM_AI void tile_dot(const uint8_t *t, const int32_t *xp, int p0, int n, __m256i *lo, __m256i *hi) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
-#pragma GCC unroll 2
-    for (int p = p0; p < p0 + n; p += 2) {
-        __m256i x0 = _mm256_set1_epi32(xp[p]), x1 = _mm256_set1_epi32(xp[p + 1]);
-        a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p))), x0));
-        b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 16))), x0));
-        a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 32))), x1));
-        b1 = _mm256_add_epi32(b1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(t + 32 * p + 48))), x1));
-    }
-    *lo = _mm256_add_epi32(a0, a1);
-    *hi = _mm256_add_epi32(b0, b1);
-}
-
-GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, __m256 *lo, __m256 *hi) {
-    __m256 d = _mm256_set1_ps(dx);
-    __m256i il, ih;
-    if (K == GM_PK_S16) {
-        const float *s = (const float *)(t + 512);
-        tile_dot(t, xp, 0, 8, &il, &ih);
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(_mm256_load_ps(s), d), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(_mm256_load_ps(s + 8), d), *hi);
-        tile_dot(t, xp, 8, 8, &il, &ih);
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(_mm256_load_ps(s + 16), d), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(_mm256_load_ps(s + 24), d), *hi);
+/* The codes of pairs g and g + 8 (g < 8) of tile t as bytes (32 lanes = 16 rows x 2 columns each). */
+GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m256i *b, int *is_signed) {
+    if (K == GM_PK_D16 || K == GM_PK_SM32) {
+        *a = _mm256_load_si256((const __m256i *)(t + 32 * g));
+        *b = _mm256_load_si256((const __m256i *)(t + 32 * g + 256));
+        *is_signed = 1;
         return;
     }
-    tile_dot(t, xp, 0, 16, &il, &ih);
-    __m256 sl, sh;
-    if (K == GM_PK_D16) {
-        sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + 512)));
-        sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + 528)));
-    } else {
-        const float *s = (const float *)(t + 512), *m = (const float *)(t + 576);
-        sl = _mm256_load_ps(s);
-        sh = _mm256_load_ps(s + 8);
+    *is_signed = 0;
+    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
+    __m256i x = _mm256_and_si256(v, m4), y = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (K == GM_PK_N5D || K == GM_PK_N6) {
+        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * g), _mm256_set1_epi8(16)));
+        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * (g + 8)), _mm256_set1_epi8(16)));
+    }
+    if (K == GM_PK_N6) {
+        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * g), _mm256_set1_epi8(32)));
+        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * (g + 8)), _mm256_set1_epi8(32)));
+    }
+    *a = x;
+    *b = y;
+}
+
+/* 32 byte codes -> rows 0-7 and rows 8-15 as int16 pairs */
+GM_AI void widen(__m256i v, int is_signed, __m256i *lo, __m256i *hi) {
+    __m128i l = _mm256_castsi256_si128(v), h = _mm256_extracti128_si256(v, 1);
+    *lo = is_signed ? _mm256_cvtepi8_epi16(l) : _mm256_cvtepu8_epi16(l);
+    *hi = is_signed ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+}
+
+/* Integer dots of the tile's first (a) and last (b) 16 columns with one input, rows 0-7 / 8-15. */
+GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *xp, __m256i d[4]) {
+    __m256i al = _mm256_setzero_si256(), ah = al, bl = al, bh = al;
+    for (int g = 0; g < 8; g++) {
+        __m256i a, b, w0, w1;
+        int sg;
+        tile_bytes(K, t, g, &a, &b, &sg);
+        __m256i xa = _mm256_set1_epi32(xp[g]), xb = _mm256_set1_epi32(xp[g + 8]);
+        widen(a, sg, &w0, &w1);
+        al = _mm256_add_epi32(al, _mm256_madd_epi16(w0, xa));
+        ah = _mm256_add_epi32(ah, _mm256_madd_epi16(w1, xa));
+        widen(b, sg, &w0, &w1);
+        bl = _mm256_add_epi32(bl, _mm256_madd_epi16(w0, xb));
+        bh = _mm256_add_epi32(bh, _mm256_madd_epi16(w1, xb));
+    }
+    d[0] = al, d[1] = ah, d[2] = bl, d[3] = bh;
+}
+
+/* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input */
+GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, const int32_t *qs,
+                      __m256 *lo, __m256 *hi) {
+    __m256i d[4];
+    tile_dots(K, t, xp, d);
+    __m256 dv = _mm256_set1_ps(dx);
+    switch (K) {
+    case GM_PK_D16: case GM_PK_N5D: {
+        size_t so = K == GM_PK_D16 ? 512 : 320;
+        __m256i off = _mm256_set1_epi32(K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0);
+        __m256 sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so)));
+        __m256 sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so + 16)));
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(d[0], d[2]), off)), _mm256_mul_ps(sl, dv), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(d[1], d[3]), off)), _mm256_mul_ps(sh, dv), *hi);
+        return;
+    }
+    case GM_PK_N6: {
+        const float *s = (const float *)(t + 384);
+        __m256i oa = _mm256_set1_epi32(32 * qs[0]), ob = _mm256_set1_epi32(32 * qs[1]);
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[0], oa)), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[1], oa)), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[2], ob)), _mm256_mul_ps(_mm256_load_ps(s + 16), dv), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[3], ob)), _mm256_mul_ps(_mm256_load_ps(s + 24), dv), *hi);
+        return;
+    }
+    default: { /* SM32, N4SM */
+        const float *s = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256)), *m = s + 16;
         __m256 x = _mm256_set1_ps(xs);
         *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
         *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
+        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(d[0], d[2])), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(d[1], d[3])), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        return;
     }
-    *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(il), _mm256_mul_ps(sl, d), *lo);
-    *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ih), _mm256_mul_ps(sh, d), *hi);
+    }
 }
 
 /* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0). */
@@ -127,7 +170,7 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_ahead(t, (int)tb);
-            tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], &lo, &hi);
+            tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], xq->qs + 2 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
     }
@@ -161,7 +204,9 @@ static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
     case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
     case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
-    case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
+    case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
+    case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
+    case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
     default: return;
     }
 }
@@ -175,7 +220,10 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
         for (size_t t = 0; t < T; t++) {
             gm_xq one = *xq;
             if (P->kind == GM_PK_BF16) one.x = xq->x + t * xq->ldx;
-            else one.q = xq->q + t * xq->ldq, one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
+            else {
+                one.q = xq->q + t * xq->ldq, one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
+                one.qs = xq->qs + 2 * t * xq->ldd;
+            }
             packed_matvec_avx2(P, a, b, &one, Y + t * ldy + (a - r0));
         }
     }

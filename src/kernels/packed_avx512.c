@@ -26,7 +26,8 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
             float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
             __mmask16 nan = _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
             if (nan || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
-                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b]);
+                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b],
+                                   &xq->qs[2 * (t * nb + b)]);
                 continue;
             }
             __m512 inv = _mm512_set1_ps(32767.0f / amax);
@@ -35,45 +36,92 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
             _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b + 16), _mm512_cvtepi32_epi16(q1));
             float d = amax / 32767.0f;
             xq->d[t * nb + b] = d;
-            xq->s[t * nb + b] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            int32_t s0 = _mm512_reduce_add_epi32(q0), s1 = _mm512_reduce_add_epi32(q1);
+            xq->s[t * nb + b] = d * (float)(s0 + s1);
+            xq->qs[2 * (t * nb + b)] = s0;
+            xq->qs[2 * (t * nb + b) + 1] = s1;
         }
     }
 }
 
 /* ---- one tile ---- */
 
-/* sum over column pairs [p0, p0 + n) of codes x inputs, per row (n a multiple of 4) */
-GM_AI __m512i tile_dot(const uint8_t *t, const int32_t *xp, int p0, int n) {
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-#pragma GCC unroll 4
-    for (int p = p0; p < p0 + n; p += 4) {
-        a0 = _mm512_dpwssd_epi32(a0, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p))),
-                                 _mm512_set1_epi32(xp[p]));
-        a1 = _mm512_dpwssd_epi32(a1, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 32))),
-                                 _mm512_set1_epi32(xp[p + 1]));
-        a2 = _mm512_dpwssd_epi32(a2, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 64))),
-                                 _mm512_set1_epi32(xp[p + 2]));
-        a3 = _mm512_dpwssd_epi32(a3, _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p + 96))),
-                                 _mm512_set1_epi32(xp[p + 3]));
+/* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
+GM_AI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
+    if (K == GM_PK_D16 || K == GM_PK_SM32) {
+        *wa = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
+        *wb = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g + 256)));
+        return;
     }
-    return _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3));
+    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
+    __m512i a = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
+    __m512i b = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
+        const uint32_t *pl = (const uint32_t *)(t + 256);
+        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(16));
+        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(16));
+    }
+    if (K == GM_PK_N6) { /* bit 5: +32 */
+        const uint32_t *pl = (const uint32_t *)(t + 320);
+        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(32));
+        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(32));
+    }
+    *wa = a;
+    *wb = b;
 }
 
-/* acc += this tile's contribution for one input (dx, xs: the input block's scale and scaled sum) */
-GM_AI __m512 tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, __m512 acc) {
+/* Integer dots of the tile's first and last 16 columns with one input (xp: its 16 pairs). */
+GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *xp, __m512i *da, __m512i *db) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; g += 2) {
+        __m512i wa, wb, wc, wd;
+        tile_weights(K, t, g, &wa, &wb);
+        tile_weights(K, t, g + 1, &wc, &wd);
+        a0 = _mm512_dpwssd_epi32(a0, wa, _mm512_set1_epi32(xp[g]));
+        b0 = _mm512_dpwssd_epi32(b0, wb, _mm512_set1_epi32(xp[g + 8]));
+        a1 = _mm512_dpwssd_epi32(a1, wc, _mm512_set1_epi32(xp[g + 1]));
+        b1 = _mm512_dpwssd_epi32(b1, wd, _mm512_set1_epi32(xp[g + 9]));
+    }
+    *da = _mm512_add_epi32(a0, a1);
+    *db = _mm512_add_epi32(b0, b1);
+}
+
+/* acc += the tile's contribution for one input with block scale dx, scaled block sum xs and
+ * 16-value code sums qs[0..1] */
+GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, __m512i da, __m512i db, float dx, float xs,
+                         const int32_t *qs, __m512 acc) {
     __m512 d = _mm512_set1_ps(dx);
-    if (K == GM_PK_S16) {
-        __m512 lo = _mm512_cvtepi32_ps(tile_dot(t, xp, 0, 8)), hi = _mm512_cvtepi32_ps(tile_dot(t, xp, 8, 8));
-        acc = _mm512_fmadd_ps(lo, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 512)), d), acc);
-        return _mm512_fmadd_ps(hi, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 576)), d), acc);
-    }
-    __m512 v = _mm512_cvtepi32_ps(tile_dot(t, xp, 0, 16));
-    if (K == GM_PK_D16) {
+    switch (K) {
+    case GM_PK_D16: {
         __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
-        return _mm512_fmadd_ps(v, _mm512_mul_ps(s, d), acc);
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(da, db)), _mm512_mul_ps(s, d), acc);
     }
-    acc = _mm512_fmadd_ps(_mm512_load_ps((const float *)(t + 576)), _mm512_set1_ps(xs), acc);
-    return _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_load_ps((const float *)(t + 512)), d), acc);
+    case GM_PK_N5D: {
+        __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 320)));
+        __m512i v = _mm512_sub_epi32(_mm512_add_epi32(da, db), _mm512_set1_epi32(16 * (qs[0] + qs[1])));
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(s, d), acc);
+    }
+    case GM_PK_N6: {
+        __m512 s0 = _mm512_load_ps((const float *)(t + 384)), s1 = _mm512_load_ps((const float *)(t + 448));
+        __m512i va = _mm512_sub_epi32(da, _mm512_set1_epi32(32 * qs[0]));
+        __m512i vb = _mm512_sub_epi32(db, _mm512_set1_epi32(32 * qs[1]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(va), _mm512_mul_ps(s0, d), acc);
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(vb), _mm512_mul_ps(s1, d), acc);
+    }
+    default: { /* SM32, N4SM: w = s q + m */
+        const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+        acc = _mm512_fmadd_ps(_mm512_load_ps(sm + 16), _mm512_set1_ps(xs), acc);
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(da, db)), _mm512_mul_ps(_mm512_load_ps(sm), d), acc);
+    }
+    }
+}
+
+GM_AI __m512 tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, const int32_t *qs,
+                        __m512 acc) {
+    __m512i da, db;
+    tile_dots(K, t, xp, &da, &db);
+    return tile_finish(K, t, da, db, dx, xs, qs, acc);
 }
 
 /* Rows [r0, r1) of panel p's 16 results v into y (y[0] = row r0). */
@@ -100,10 +148,10 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
             prefetch_ahead(t, (int)(2 * tb));
-            acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], acc0);
-            acc1 = tile_apply(K, t + tb, xp + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1], acc1);
+            acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], xq->qs + 2 * b, acc0);
+            acc1 = tile_apply(K, t + tb, xp + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1], xq->qs + 2 * b + 2, acc1);
         }
-        if (b < tiles) acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], acc0);
+        if (b < tiles) acc0 = tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], xq->qs + 2 * b, acc0);
         store_rows(y, _mm512_add_ps(acc0, acc1), p, r0, r1);
     }
 }
@@ -180,63 +228,45 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
     case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
     case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
-    case GM_PK_S16: matvec_k(GM_PK_S16, P, r0, r1, xq, y); return;
+    case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
+    case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
+    case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
     default: return;
     }
 }
 
 /* ---- matmul: NT inputs share each converted code register ---- */
 
-/* integer dots of one tile's pairs [p0, p0+n) for nt inputs (xp[j]: input j's pairs of this tile) */
-GM_AI void tile_dot_nt(const uint8_t *t, const int32_t *const *xp, int p0, int n, int nt, __m512i *a) {
-#pragma GCC unroll 8
-    for (int j = 0; j < nt; j++) a[j] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-    for (int p = p0; p < p0 + n; p++) {
-        __m512i w = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * p)));
-#pragma GCC unroll 8
-        for (int j = 0; j < nt; j++) a[j] = _mm512_dpwssd_epi32(a[j], w, _mm512_set1_epi32(xp[j][p]));
-    }
-}
-
 GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq,
                     size_t t0, float *Y, size_t ldy) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldq = xq->ldq, ldd = xq->ldd;
     const uint8_t *t = P->data + p * P->panel_bytes;
     __m512 acc[NT];
-    __m512i a[NT];
     const int32_t *xp[NT];
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     for (size_t b = 0; b < tiles; b++, t += tb) {
+        __m512i da[NT], db[NT];
 #pragma GCC unroll 8
-        for (int j = 0; j < nt; j++) xp[j] = (const int32_t *)(xq->q + (t0 + (size_t)j) * ldq) + 16 * b;
-        const float *dx = xq->d + t0 * ldd + b, *xs = xq->s + t0 * ldd + b;
-        if (K == GM_PK_S16) {
-            __m512 s0 = _mm512_load_ps((const float *)(t + 512)), s1 = _mm512_load_ps((const float *)(t + 576));
-            tile_dot_nt(t, xp, 0, 8, nt, a);
-#pragma GCC unroll 8
-            for (int j = 0; j < nt; j++)
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s0, _mm512_set1_ps(dx[j * ldd])), acc[j]);
-            tile_dot_nt(t, xp, 8, 8, nt, a);
-#pragma GCC unroll 8
-            for (int j = 0; j < nt; j++)
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s1, _mm512_set1_ps(dx[j * ldd])), acc[j]);
-            continue;
+        for (int j = 0; j < nt; j++) {
+            xp[j] = (const int32_t *)(xq->q + (t0 + (size_t)j) * ldq) + 16 * b;
+            da[j] = db[j] = _mm512_setzero_si512();
         }
-        tile_dot_nt(t, xp, 0, 16, nt, a);
-        if (K == GM_PK_D16) {
-            __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
-#pragma GCC unroll 8
-            for (int j = 0; j < nt; j++)
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[j * ldd])), acc[j]);
-        } else {
-            __m512 s = _mm512_load_ps((const float *)(t + 512)), m = _mm512_load_ps((const float *)(t + 576));
+        /* each pair's codes are unpacked once and used by all nt inputs */
+#pragma GCC unroll 2
+        for (int g = 0; g < 8; g++) {
+            __m512i wa, wb;
+            tile_weights(K, t, g, &wa, &wb);
 #pragma GCC unroll 8
             for (int j = 0; j < nt; j++) {
-                acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs[j * ldd]), acc[j]);
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[j]), _mm512_mul_ps(s, _mm512_set1_ps(dx[j * ldd])), acc[j]);
+                da[j] = _mm512_dpwssd_epi32(da[j], wa, _mm512_set1_epi32(xp[j][g]));
+                db[j] = _mm512_dpwssd_epi32(db[j], wb, _mm512_set1_epi32(xp[j][g + 8]));
             }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) {
+            size_t o = (t0 + (size_t)j) * ldd + b;
+            acc[j] = tile_finish(K, t, da[j], db[j], xq->d[o], xq->s[o], xq->qs + 2 * o, acc[j]);
         }
     }
 #pragma GCC unroll 8
@@ -260,7 +290,9 @@ void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
     case GM_PK_BF16: matmul_bf16_fma(P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_D16: matmul_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
-    case GM_PK_S16: matmul_kind(GM_PK_S16, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4SM: matmul_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N5D: matmul_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N6: matmul_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }
 }

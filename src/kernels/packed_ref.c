@@ -19,7 +19,8 @@ void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq 
             const float *v = xt + GM_XQ_BLOCK * b;
             float amax = 0.0f;
             for (int i = 0; i < GM_XQ_BLOCK; i++) amax = fmaxf(amax, fabsf(v[i]));
-            gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b]);
+            gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b],
+                               &xq->qs[2 * (t * nb + b)]);
         }
     }
 }
@@ -30,10 +31,10 @@ static float f32_at(const uint8_t *p) {
     return v;
 }
 
-/* dot of rows-in-panel lane i of tile t (columns c0 .. c0+n) with q */
-static int64_t idot(const uint8_t *t, int i, const int16_t *q, int c0, int n) {
+/* dot of panel row i's codes in tile t (columns c0 .. c0+n) with q */
+static int64_t idot(gm_pack_kind k, const uint8_t *t, int i, const int16_t *q, int c0, int n) {
     int64_t s = 0;
-    for (int c = c0; c < c0 + n; c++) s += (int64_t)(int8_t)t[32 * (c / 2) + 2 * i + (c & 1)] * q[c];
+    for (int c = c0; c < c0 + n; c++) s += (int64_t)gm_packed_code(k, t, c / 2, 2 * i + (c & 1)) * q[c];
     return s;
 }
 
@@ -57,37 +58,42 @@ static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_x
     free(w);
 }
 
+/* one tile's contribution to row i for input t */
+static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
+    const gm_pack_kind k = P->kind;
+    const int16_t *qb = xq->q + t * xq->ldq + 32 * b;
+    const int32_t *qs = xq->qs + 2 * (t * xq->ldd + b);
+    double dx = xq->d[t * xq->ldd + b];
+    switch (k) {
+    case GM_PK_D16:
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * (double)idot(k, tile, i, qb, 0, 32);
+    case GM_PK_N5D:
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * dx *
+               (double)(idot(k, tile, i, qb, 0, 32) - 16 * (int64_t)(qs[0] + qs[1]));
+    case GM_PK_SM32: case GM_PK_N4SM: {
+        size_t so = k == GM_PK_SM32 ? 512 : 256;
+        return (double)f32_at(tile + so + 4 * i) * dx * (double)idot(k, tile, i, qb, 0, 32) +
+               (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
+    }
+    case GM_PK_N6:
+        return (double)f32_at(tile + 384 + 4 * i) * dx * (double)(idot(k, tile, i, qb, 0, 16) - 32 * (int64_t)qs[0]) +
+               (double)f32_at(tile + 448 + 4 * i) * dx * (double)(idot(k, tile, i, qb, 16, 16) - 32 * (int64_t)qs[1]);
+    default: return 0.0;
+    }
+}
+
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    const size_t nb = P->cols / 32;
     if (P->kind == GM_PK_BF16) {
         bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
         return;
     }
+    const size_t nb = P->cols / 32;
     for (size_t r = r0; r < r1; r++) {
         const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
         int i = (int)(r % GM_PANEL_ROWS);
         for (size_t t = 0; t < T; t++) {
-            const int16_t *q = xq->q + t * xq->ldq;
             double acc = 0.0;
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *tile = panel + b * P->tile_bytes;
-                double dx = xq->d[t * xq->ldd + b];
-                const int16_t *qb = q + 32 * b;
-                switch (P->kind) {
-                case GM_PK_D16:
-                    acc += (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * (double)idot(tile, i, qb, 0, 32);
-                    break;
-                case GM_PK_SM32:
-                    acc += (double)f32_at(tile + 512 + 4 * i) * dx * (double)idot(tile, i, qb, 0, 32) +
-                           (double)f32_at(tile + 576 + 4 * i) * (double)xq->s[t * xq->ldd + b];
-                    break;
-                case GM_PK_S16:
-                    acc += (double)f32_at(tile + 512 + 4 * i) * dx * (double)idot(tile, i, qb, 0, 16) +
-                           (double)f32_at(tile + 576 + 4 * i) * dx * (double)idot(tile, i, qb, 16, 16);
-                    break;
-                default: break;
-                }
-            }
+            for (size_t b = 0; b < nb; b++) acc += tile_ref(P, panel + b * P->tile_bytes, i, xq, t, b);
             Y[t * ldy + (r - r0)] = (float)acc;
         }
     }

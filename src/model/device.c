@@ -42,10 +42,11 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.q = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
     d->xq.d = malloc(nblk * sizeof(float));
     d->xq.s = malloc(nblk * sizeof(float));
+    d->xq.qs = malloc(2 * nblk * sizeof(int32_t));
     d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
     d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
-    d->activation_bytes += nq * sizeof(int16_t) + 2 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
-    if (!d->xq.q || !d->xq.d || !d->xq.s || !d->xq.hi || !d->xq.lo) {
+    d->activation_bytes += nq * sizeof(int16_t) + 4 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
+    if (!d->xq.q || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.lo) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -65,6 +66,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.q);
     free(d->xq.d);
     free(d->xq.s);
+    free(d->xq.qs);
     free(d->xq.hi);
     free(d->xq.lo);
     memset(d, 0, sizeof *d);
@@ -160,7 +162,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
         /* partial sums over this device's input columns, completed by an all-reduce */
         tk.r0 = 0, tk.r1 = (size_t)m->rows, tk.Y = Y, tk.ldy = R;
         if (m->packed.data) {
-            tk.xq.q += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
+            tk.xq.q += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK, tk.xq.qs += m->lo / 16;
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.lo += m->lo;
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {

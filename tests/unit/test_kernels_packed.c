@@ -75,6 +75,7 @@ static void xq_alloc(gm_xq *xq, size_t T, size_t cols) {
     xq->q = aligned_alloc(64, (T * cols * sizeof *xq->q + 63) / 64 * 64 + 64);
     xq->d = malloc(T * cols / 32 * sizeof *xq->d + 4);
     xq->s = malloc(T * cols / 32 * sizeof *xq->s + 4);
+    xq->qs = malloc(T * cols / 16 * sizeof *xq->qs + 8);
     xq->hi = aligned_alloc(64, (tpad * cols * 2 + 63) / 64 * 64);
     xq->lo = aligned_alloc(64, (tpad * cols * 2 + 63) / 64 * 64);
     xq->cols = cols;
@@ -84,6 +85,7 @@ static void xq_free(gm_xq *xq) {
     free(xq->q);
     free(xq->d);
     free(xq->s);
+    free(xq->qs);
     free(xq->hi);
     free(xq->lo);
 }
@@ -143,7 +145,7 @@ static void test_quantize(const gm_packed_ops *ops, const char *name) {
     xq_alloc(&b, T, cols);
     gm_quantize_x_ref(x, ldx, T, cols, &a);
     ops->quantize_x(x, ldx, T, cols, &b);
-    int bad = memcmp(a.q, b.q, T * cols * 2) != 0;
+    int bad = memcmp(a.q, b.q, T * cols * 2) != 0 || memcmp(a.qs, b.qs, T * cols / 16 * 4) != 0;
     for (size_t i = 0; i < T * cols / 32; i++) bad += !same_float(a.d[i], b.d[i]) + !same_float(a.s[i], b.s[i]);
     CHECK(bad == 0, "%s quantize_x differs from the reference (%d)", name, bad);
     /* |x - d q| <= d / 2 (and d = max|x| / 32767) */
@@ -265,7 +267,7 @@ static void test_view(const gm_packed_ops *ops, const char *name) {
     ops->quantize_x(x, wide, T, wide, &full);
     ops->quantize_x(x + 32, wide, T, cols, &part);
     gm_xq view = full;
-    view.q += 32, view.d += 1, view.s += 1, view.cols = cols;
+    view.q += 32, view.d += 1, view.s += 1, view.qs += 2, view.cols = cols;
     ops->matmul(&P, 0, rows, &view, T, a, rows);
     ops->matmul(&P, 0, rows, &part, T, b, rows);
     CHECK(memcmp(a, b, T * rows * sizeof *a) == 0, "%s: a column view of a wider batch gives other outputs", name);
