@@ -1,6 +1,7 @@
 /* Re-laying quantized GGUF matrices out as 16-row panels (layout in packed.h), reading single rows
  * back, and quantizing activations to int16. Scalar code: it runs once per weight at load time (the
  * hot loop of packing Q8_0, the embedding's type, has its own fast path) and per activation vector. */
+#include <emmintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -52,17 +53,6 @@ int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (k != GM_PK_N4SM) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
     if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
     return c;
-}
-
-static void put_code(gm_pack_kind k, uint8_t *t, int p, int i, int c) {
-    if (!nibble_kind(k)) {
-        t[32 * p + i] = (uint8_t)c;
-        return;
-    }
-    uint8_t *b = &t[32 * (p & 7) + i];
-    *b = p < 8 ? (uint8_t)((*b & 0xf0) | (c & 15)) : (uint8_t)((*b & 0x0f) | (c & 15) << 4);
-    for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
-        t[(bit == 4 ? 256 : 320) + 4 * p + i / 8] |= (uint8_t)(((c >> bit) & 1) << (i % 8));
 }
 
 static size_t block_of(gm_dtype t) { return t == GM_Q4_K || t == GM_Q5_K || t == GM_Q6_K ? 256 : 32; }
@@ -173,39 +163,140 @@ static float get_f32(const uint8_t *p) {
 }
 
 /* Q8_0 (the embedding's type): codes and scale bytes move as they are. */
-/* BF16: the values move as they are, 2-byte units. */
+/* 8 x 8 transpose of 16-bit elements (SSE2, baseline x86-64): out[j] lane i = in[i] lane j */
+static void transpose8x16(const __m128i in[8], __m128i out[8]) {
+    __m128i a0 = _mm_unpacklo_epi16(in[0], in[1]), a1 = _mm_unpackhi_epi16(in[0], in[1]);
+    __m128i a2 = _mm_unpacklo_epi16(in[2], in[3]), a3 = _mm_unpackhi_epi16(in[2], in[3]);
+    __m128i a4 = _mm_unpacklo_epi16(in[4], in[5]), a5 = _mm_unpackhi_epi16(in[4], in[5]);
+    __m128i a6 = _mm_unpacklo_epi16(in[6], in[7]), a7 = _mm_unpackhi_epi16(in[6], in[7]);
+    __m128i b0 = _mm_unpacklo_epi32(a0, a2), b1 = _mm_unpackhi_epi32(a0, a2);
+    __m128i b2 = _mm_unpacklo_epi32(a1, a3), b3 = _mm_unpackhi_epi32(a1, a3);
+    __m128i b4 = _mm_unpacklo_epi32(a4, a6), b5 = _mm_unpackhi_epi32(a4, a6);
+    __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
+    out[0] = _mm_unpacklo_epi64(b0, b4), out[1] = _mm_unpackhi_epi64(b0, b4);
+    out[2] = _mm_unpacklo_epi64(b1, b5), out[3] = _mm_unpackhi_epi64(b1, b5);
+    out[4] = _mm_unpacklo_epi64(b2, b6), out[5] = _mm_unpackhi_epi64(b2, b6);
+    out[6] = _mm_unpacklo_epi64(b3, b7), out[7] = _mm_unpackhi_epi64(b3, b7);
+}
+
+/* 4 x 4 transpose of 32-bit elements */
+static void transpose4x32(const __m128i in[4], __m128i out[4]) {
+    __m128i a0 = _mm_unpacklo_epi32(in[0], in[1]), a1 = _mm_unpackhi_epi32(in[0], in[1]);
+    __m128i a2 = _mm_unpacklo_epi32(in[2], in[3]), a3 = _mm_unpackhi_epi32(in[2], in[3]);
+    out[0] = _mm_unpacklo_epi64(a0, a2), out[1] = _mm_unpackhi_epi64(a0, a2);
+    out[2] = _mm_unpacklo_epi64(a1, a3), out[3] = _mm_unpackhi_epi64(a1, a3);
+}
+
+/* Q8_0: per tile, the 16 rows' 16 code pairs (u16) transposed to [pair][row]; scales verbatim.
+ * Missing rows (nrows < 16) stay zero. */
+static void pack_q8_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 544;
+        __m128i in[16][2];
+        for (size_t r = 0; r < 16; r++) {
+            if (r < nrows) {
+                const uint8_t *blk = W + r * rb + b * 34;
+                memcpy(t + 512 + 2 * r, blk, 2);
+                in[r][0] = _mm_loadu_si128((const __m128i *)(blk + 2));
+                in[r][1] = _mm_loadu_si128((const __m128i *)(blk + 18));
+            } else {
+                memset(t + 512 + 2 * r, 0, 2);
+                in[r][0] = in[r][1] = _mm_setzero_si128();
+            }
+        }
+        /* rows 8h..8h+7, pairs 8k..8k+7: an 8 x 8 block */
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 2; k++) {
+                __m128i blk[8], out[8];
+                for (int i = 0; i < 8; i++) blk[i] = in[8 * h + i][k];
+                transpose8x16(blk, out);
+                for (int j = 0; j < 8; j++) _mm_storeu_si128((__m128i *)(t + 32 * (8 * k + j) + 16 * h), out[j]);
+            }
+    }
+}
+
+/* BF16: per tile, the 16 rows' 16 value pairs (u32) transposed to [pair][row]. */
 static void pack_bf16_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
     for (size_t b = 0; b < tiles; b++) {
         uint8_t *t = dst + b * 1024;
-        for (size_t r = 0; r < nrows; r++) {
-            uint32_t pairs[16];
-            memcpy(pairs, W + r * rb + b * 64, 64);
-            for (int p = 0; p < 16; p++) memcpy(t + 64 * p + 4 * r, &pairs[p], 4);
+        __m128i in[16][4];
+        for (size_t r = 0; r < 16; r++)
+            for (int k = 0; k < 4; k++)
+                in[r][k] = r < nrows ? _mm_loadu_si128((const __m128i *)(W + r * rb + b * 64 + 16 * k)) : _mm_setzero_si128();
+        for (int h = 0; h < 4; h++)     /* rows 4h..4h+3 */
+            for (int k = 0; k < 4; k++) { /* pairs 4k..4k+3 */
+                __m128i blk[4] = {in[4 * h][k], in[4 * h + 1][k], in[4 * h + 2][k], in[4 * h + 3][k]}, out[4];
+                transpose4x32(blk, out);
+                for (int j = 0; j < 4; j++) _mm_storeu_si128((__m128i *)(t + 64 * (4 * k + j) + 16 * h), out[j]);
+            }
+    }
+}
+
+/* Q5_0 -> N5D: byte 32g + 2r + j of a tile is byte 2g + j of row r's qs (low nibble = element
+ * 2g + j, high nibble = element 2g + j + 16, as in the tile), so the nibbles are an 8 x 16 transpose
+ * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. */
+static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 352;
+        __m128i in[16];
+        uint32_t plane[16] = {0};
+        for (size_t r = 0; r < 16; r++) {
+            if (r >= nrows) {
+                memset(t + 320 + 2 * r, 0, 2);
+                in[r] = _mm_setzero_si128();
+                continue;
+            }
+            const uint8_t *blk = W + r * rb + b * 22;
+            memcpy(t + 320 + 2 * r, blk, 2);
+            uint32_t qh = gm_kernels_le32(blk + 2);
+            for (int p = 0; p < 16; p++) plane[p] |= ((qh >> (2 * p)) & 3u) << (2 * r);
+            in[r] = _mm_loadu_si128((const __m128i *)(blk + 6));
+        }
+        for (int h = 0; h < 2; h++) { /* rows 8h..8h+7 */
+            __m128i out[8];
+            transpose8x16(in + 8 * h, out);
+            for (int g = 0; g < 8; g++) _mm_storeu_si128((__m128i *)(t + 32 * g + 16 * h), out[g]);
+        }
+        for (int p = 0; p < 16; p++) {
+            uint8_t *o = t + 256 + 4 * p;
+            o[0] = (uint8_t)plane[p], o[1] = (uint8_t)(plane[p] >> 8), o[2] = (uint8_t)(plane[p] >> 16), o[3] = (uint8_t)(plane[p] >> 24);
         }
     }
 }
 
-static void pack_q8_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
-    for (size_t b = 0; b < tiles; b++) {
-        uint8_t *t = dst + b * 544;
-        for (size_t r = 0; r < nrows; r++) {
-            const uint8_t *blk = W + r * rb + b * 34;
-            t[512 + 2 * r] = blk[0];
-            t[512 + 2 * r + 1] = blk[1];
-            uint16_t pairs[16];
-            memcpy(pairs, blk + 2, 32);
-            for (int p = 0; p < 16; p++) memcpy(t + 32 * p + 2 * r, &pairs[p], 2);
-        }
+/* One tile from the codes of its 16 rows (codes[r][c], c < 32; unsigned for the nibble kinds). */
+static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
+    if (k == GM_PK_D16 || k == GM_PK_SM32) {
+        for (int p = 0; p < 16; p++)
+            for (int r = 0; r < 16; r++) {
+                t[32 * p + 2 * r] = (uint8_t)codes[r][2 * p];
+                t[32 * p + 2 * r + 1] = (uint8_t)codes[r][2 * p + 1];
+            }
+        return;
     }
+    for (int g = 0; g < 8; g++)
+        for (int i = 0; i < 32; i++) {
+            int r = i / 2, j = i & 1;
+            t[32 * g + i] = (uint8_t)((codes[r][2 * g + j] & 15) | (codes[r][2 * (g + 8) + j] & 15) << 4);
+        }
+    for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
+        for (int p = 0; p < 16; p++) {
+            uint32_t w = 0;
+            for (int i = 0; i < 32; i++) w |= (uint32_t)((codes[i / 2][2 * p + (i & 1)] >> bit) & 1) << i;
+            uint8_t *o = t + (bit == 4 ? 256 : 320) + 4 * p;
+            o[0] = (uint8_t)w, o[1] = (uint8_t)(w >> 8), o[2] = (uint8_t)(w >> 16), o[3] = (uint8_t)(w >> 24);
+        }
 }
 
 void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1) {
     const size_t tiles = P->cols / 32, blk = block_of(P->from), per_block = blk / 32;
     const size_t bbytes = gm_kernels_bytes_of(P->from, blk);
+    const size_t so = scale_offset(P->kind);
+    /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
+    const int off = P->kind == GM_PK_N5D ? 16 : P->kind == GM_PK_N6 ? 32 : 0;
     for (size_t p0 = r0; p0 < r1; p0 += GM_PANEL_ROWS) {
         uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
         size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
-        memset(panel, 0, P->panel_bytes);
         const uint8_t *src = (const uint8_t *)W + (p0 - r0) * row_bytes;
         if (P->from == GM_Q8_0) {
             pack_q8_0_panel(panel, src, row_bytes, nrows, tiles);
@@ -215,35 +306,37 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
             pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
-        int8_t q[256];
-        float s[16], m[8];
-        const size_t so = scale_offset(P->kind);
-        /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
-        const int off = P->kind == GM_PK_N5D ? 16 : P->kind == GM_PK_N6 ? 32 : 0;
-        for (size_t r = 0; r < nrows; r++) {
-            for (size_t bi = 0; bi < P->cols / blk; bi++) {
+        if (P->from == GM_Q5_0) {
+            pack_q5_0_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        memset(panel, 0, P->panel_bytes);
+        for (size_t bi = 0; bi < P->cols / blk; bi++) {
+            int8_t codes[8][16][32]; /* [tile of the block][row][column] */
+            if (nrows < 16) memset(codes, 0, sizeof codes);
+            for (size_t r = 0; r < nrows; r++) {
                 const uint8_t *block = src + r * row_bytes + bi * bbytes;
-                decode_block(P->from, block, q, s, m);
+                int8_t q[256];
+                float sc[16], m[8];
+                decode_block(P->from, block, q, sc, m);
                 for (size_t k = 0; k < per_block; k++) {
                     uint8_t *t = panel + (bi * per_block + k) * P->tile_bytes;
-                    for (int p = 0; p < 16; p++)
-                        for (int j = 0; j < 2; j++) put_code(P->kind, t, p, (int)(2 * r) + j, q[32 * k + 2 * p + j] + off);
+                    for (int c = 0; c < 32; c++) codes[k][r][c] = (int8_t)(q[32 * k + (size_t)c] + off);
                     switch (P->kind) {
-                    case GM_PK_D16: case GM_PK_N5D: /* d, verbatim */
-                        memcpy(t + so + 2 * r, block + (P->from == GM_Q6_K ? 208 : 0), 2);
-                        break;
+                    case GM_PK_D16: case GM_PK_N5D: memcpy(t + so + 2 * r, block, 2); break; /* d, verbatim */
                     case GM_PK_SM32: case GM_PK_N4SM:
-                        put_f32(t + so + 4 * r, s[k]);
+                        put_f32(t + so + 4 * r, sc[k]);
                         put_f32(t + so + 64 + 4 * r, m[k]);
                         break;
                     case GM_PK_N6:
-                        put_f32(t + so + 4 * r, s[2 * k]);
-                        put_f32(t + so + 64 + 4 * r, s[2 * k + 1]);
+                        put_f32(t + so + 4 * r, sc[2 * k]);
+                        put_f32(t + so + 64 + 4 * r, sc[2 * k + 1]);
                         break;
                     default: break;
                     }
                 }
             }
+            for (size_t k = 0; k < per_block; k++) put_codes(P->kind, panel + (bi * per_block + k) * P->tile_bytes, codes[k]);
         }
     }
 }

@@ -32,7 +32,7 @@ static void load_worker(void *ctx, int i, int n) {
     int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
     gm_status st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
                                   m->opt.cache_length);
-    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, &m->dev[i].w);
+    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, m->dev[i].pool, &m->dev[i].w);
     j->st[i] = st;
     if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "base/threads.h"
 #include "io/source.h"
 #include "kernels/packed.h"
 #include "shard/plan.h"
@@ -45,8 +46,10 @@ typedef struct gm_device_weights {
 
 /* Load device `device` of `n_devices`: only its slices are read from the source. Quantized matrices
  * are packed for the int16-activation kernels unless the environment sets GM_EXACT=1 (then every
- * product runs the f32 kernels of matvec.h on the file's layout). */
-gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_device_weights *w);
+ * product runs the f32 kernels of matvec.h on the file's layout). `pool` (the device's threads, may
+ * be NULL) shares the reading and packing. */
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_pool *pool,
+                          gm_device_weights *w);
 void gm_weights_free(gm_device_weights *w, int n_layers);
 /* Row r of a local slice as f32 (packed or not). */
 void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out);
