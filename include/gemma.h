@@ -212,6 +212,10 @@ gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_opti
                        gm_generate_result *res);
 /* The exact prompt text a turn would add (for display and tests). */
 gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out);
+/* The Gemma 3 template for one user turn: first turn "<bos><start_of_turn>user\n{text}<end_of_turn>\n
+ * <start_of_turn>model\n"; later turns start with "<end_of_turn>\n" (closing the previous answer) instead
+ * of "<bos>". *out is freed with gm_free. */
+gm_status gm_chat_template(const char *user_text, bool first_turn, char **out);
 /* ================================================================ sampling and logits display
  * (src/text/sampler.c, src/text/topk.c, src/plot/; JAX PRNG in src/base/threefry.c) */
 
@@ -279,6 +283,27 @@ gm_status gm_plot_logits_png(const char *path, const int32_t *ids, const char *c
  * with gm_free. */
 gm_status gm_plot_logits_text(const int32_t *ids, const char *const *labels, const double *probs, size_t n,
                               int bar_width, char **text);
+
+
+/* ---------------------------------------------------------------- batched prompts over devices (FIRST_DIM) */
+
+typedef struct gm_batch_options {
+    int max_new_tokens;            /* default 256 when 0 */
+    gm_sampler_config sampling;    /* row r draws with seed + r (greedy ignores it) */
+} gm_batch_options;
+
+typedef struct gm_batch_row {
+    int32_t *ids;                  /* generated ids (gm_free), the stop token included */
+    size_t n_ids;
+    gm_stop_reason stop;
+} gm_batch_row;
+
+/* Generate for n prompts at once, the batch split by rows over the mesh's devices as the seed's
+ * FIRST_DIM sharding does: each device keeps the KV caches of its rows and samples them; the projections
+ * are computed together over the sharded weights. A batch that does not divide by the device count is
+ * padded. Each row stops at <eos>, <end_of_turn>, max_new_tokens or a full cache. Rank 0 only (MPI). */
+gm_status gm_generate_batch(gm_model *m, const int32_t *const *prompts, const size_t *lens, size_t n,
+                            const gm_batch_options *opt, gm_batch_row *rows);
 
 #ifdef __cplusplus
 }

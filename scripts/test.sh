@@ -17,8 +17,9 @@ ctest --test-dir build --output-on-failure -j2 --timeout 900
 if [ "${GM_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== ASan + UBSan build: ctest"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGM_SANITIZE=ON \
-        -DGM_TEST_MODEL="$ROOT/models/gemma-3-270m-q4_k_m.gguf" >/dev/null
+        -DGM_TEST_MODEL="$ROOT/models/gemma-3-270m-q4_k_m.gguf" -DGM_PYTHON="${GM_VENV:-$ROOT/.venv}/bin/python" >/dev/null
   cmake --build build-asan -j"$(nproc)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 GM_SANITIZED=1 \
+  LSAN_OPTIONS=suppressions="$ROOT/tests/lsan.supp":print_suppressions=0 \
     ctest --test-dir build-asan --output-on-failure -j2 --timeout 1800
 fi

@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "cli.h"
+#ifdef GM_HAVE_MPI
+#include <mpi.h>
+#endif
 
 /* internal: plan names (no public parser needed beyond the CLI) */
 #include "shard/plan.h"
@@ -54,6 +57,16 @@ int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_fla
     return 0;
 }
 
+/* A rank that cannot go on ends the whole MPI job (the program's decision, not the library's), so no
+ * other rank waits forever in a collective. */
+static void abort_mpi_job(void) {
+#ifdef GM_HAVE_MPI
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (inited) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+}
+
 int cli_load_model(const char *cmd, const cli_model_flags *f, gm_model **out, int *exit_code) {
     *out = NULL;
     if (!f->model) {
@@ -63,14 +76,14 @@ int cli_load_model(const char *cmd, const cli_model_flags *f, gm_model **out, in
     gm_model *m;
     if (gm_model_load(f->model, &f->load, &m) != GM_OK) {
         *exit_code = cli_error(cmd, "%s", gm_last_error());
-        gm_mpi_abort_all("load failed"); /* under mpirun: stop the other ranks instead of letting them wait */
+        abort_mpi_job();
         return -1;
     }
     if (gm_model_rank(m) != 0) {
         gm_status st = gm_model_serve(m);
         if (st != GM_OK) {
             cli_error(cmd, "rank %d: %s", gm_model_rank(m), gm_last_error());
-            gm_mpi_abort_all("serve failed");
+            abort_mpi_job();
         }
         gm_model_free(m);
         gm_shutdown();

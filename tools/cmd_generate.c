@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/status.h"
 #include "cli.h"
 
 static const char *GEN_HELP_HEAD =
@@ -17,6 +18,9 @@ static const char *GEN_HELP_TAIL =
     "  --max-new-tokens N     stop after N tokens (default 256)\n"
     "  --stop STR             also stop at this text (repeatable; the text is not printed)\n"
     "  --raw                  (generate) no chat template: <bos> + PROMPT\n"
+    "  --batch FILE           (generate) one prompt per line of FILE, generated together with the batch\n"
+    "                         split by rows over the devices (padded when it does not divide)\n"
+    "  --json                 (generate --batch) one JSON object per prompt: prompt, text, tokens, stop\n"
     "  --multi-turn           (chat) keep the conversation in the KV cache between turns\n"
     "  --verbose              print prompt/answer token counts and speeds on stderr\n";
 
@@ -26,9 +30,23 @@ typedef struct gen_flags {
     long max_new;
     const char *stops[16];
     int n_stops;
-    bool raw, multi_turn, verbose;
+    bool raw, multi_turn, verbose, json;
+    const char *batch;
     char *prompt; /* joined positional arguments, or NULL */
 } gen_flags;
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p == '\n') fputs("\\n", stdout);
+        else if (*p == '\t') fputs("\\t", stdout);
+        else if (*p == '\r') fputs("\\r", stdout);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    }
+    putchar('"');
+}
 
 static bool stream_out(void *user, const char *text, size_t len) {
     (void)user;
@@ -63,6 +81,11 @@ static int parse(const char *cmd, int argc, char **argv, gen_flags *f) {
             if (!v || !*v) return cli_usage_error(cmd, "--stop needs a non-empty string");
             if (f->n_stops == 16) return cli_usage_error(cmd, "at most 16 --stop strings");
             f->stops[f->n_stops++] = v;
+        } else if (cli_flag_value(argc, argv, &i, "--batch", NULL, &v)) {
+            if (!v || !*v) return cli_usage_error(cmd, "--batch needs a file of prompts");
+            f->batch = v;
+        } else if (!strcmp(argv[i], "--json")) {
+            f->json = true;
         } else if (!strcmp(argv[i], "--raw")) {
             f->raw = true;
         } else if (!strcmp(argv[i], "--multi-turn")) {
@@ -105,6 +128,92 @@ static int exit_code_of(const gm_generate_result *r) {
     return 0;
 }
 
+/* One prompt per non-empty line of the file. */
+static int read_lines(const char *path, char ***lines, size_t *n) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    char *line = NULL;
+    size_t cap = 0, count = 0, room = 0;
+    ssize_t len;
+    *lines = NULL;
+    while ((len = getline(&line, &cap, fp)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0) continue;
+        if (count == room) {
+            char **nl = realloc(*lines, (room = room ? room * 2 : 16) * sizeof *nl);
+            if (!nl) break;
+            *lines = nl;
+        }
+        (*lines)[count++] = strdup(line);
+    }
+    free(line);
+    fclose(fp);
+    *n = count;
+    return 0;
+}
+
+static int run_batch(const char *cmd, gen_flags *f) {
+    char **lines = NULL;
+    size_t n = 0;
+    if (read_lines(f->batch, &lines, &n) != 0) return cli_error(cmd, "--batch %s: cannot read the file", f->batch);
+    if (n == 0) {
+        free(lines);
+        return cli_usage_error(cmd, "--batch %s: no prompts (one per line)", f->batch);
+    }
+    gm_model *m;
+    int code = 0;
+    if (cli_load_model(cmd, &f->mf, &m, &code) != 0) {
+        for (size_t i = 0; i < n; i++) free(lines[i]);
+        free(lines);
+        return code;
+    }
+    int32_t **ids = calloc(n, sizeof *ids);
+    size_t *lens = calloc(n, sizeof *lens);
+    gm_batch_row *rows = calloc(n, sizeof *rows);
+    gm_status st = ids && lens && rows ? GM_OK : gm_fail(GM_ERR_NOMEM, "out of memory");
+    const gm_tokenizer *tok = gm_model_tokenizer(m);
+    if (st == GM_OK && !tok) st = gm_fail(GM_ERR_STATE, "%s has no tokenizer", f->mf.model);
+    for (size_t i = 0; st == GM_OK && i < n; i++) {
+        char *text = NULL;
+        if (!f->raw) st = gm_chat_template(lines[i], true, &text);
+        if (st == GM_OK) st = gm_tokenizer_encode(tok, text ? text : lines[i], strlen(text ? text : lines[i]), f->raw, &ids[i], &lens[i]);
+        gm_free(text);
+    }
+    gm_batch_options bo = {.max_new_tokens = (int)f->max_new, .sampling = f->sp.cfg};
+    if (st == GM_OK) st = gm_generate_batch(m, (const int32_t *const *)ids, lens, n, &bo, rows);
+    for (size_t i = 0; st == GM_OK && i < n; i++) {
+        char *text = NULL;
+        size_t keep = rows[i].n_ids;
+        if (keep && (rows[i].stop == GM_STOP_EOS || rows[i].stop == GM_STOP_END_OF_TURN)) keep--; /* not the stop token */
+        st = gm_tokenizer_decode(tok, rows[i].ids, keep, &text);
+        if (st != GM_OK) break;
+        if (f->json) {
+            printf("{\"prompt\":");
+            json_string(lines[i]);
+            printf(",\"text\":");
+            json_string(text);
+            printf(",\"tokens\":[");
+            for (size_t k = 0; k < rows[i].n_ids; k++) printf(k ? ",%d" : "%d", rows[i].ids[k]);
+            printf("],\"stop\":\"%s\"}\n", gm_stop_reason_name(rows[i].stop));
+        } else {
+            printf("### %zu: %s\n%s\n\n", i + 1, lines[i], text);
+        }
+        gm_free(text);
+    }
+    if (st != GM_OK) code = cli_error(cmd, "%s", gm_last_error());
+    for (size_t i = 0; i < n; i++) {
+        free(lines[i]);
+        if (ids) gm_free(ids[i]);
+        if (rows) gm_free(rows[i].ids);
+    }
+    free(lines);
+    free(ids);
+    free(lens);
+    free(rows);
+    cli_unload_model(m);
+    return code;
+}
+
 static int run(const char *cmd, int argc, char **argv) {
     gen_flags f;
     int pr = parse(cmd, argc, argv, &f);
@@ -113,6 +222,13 @@ static int run(const char *cmd, int argc, char **argv) {
         return pr;
     }
     bool is_chat = !strcmp(cmd, "chat");
+    if (f.batch) {
+        if (is_chat || f.prompt) {
+            free(f.prompt);
+            return cli_usage_error(cmd, "--batch takes its prompts from the file, not the command line");
+        }
+        return run_batch(cmd, &f);
+    }
     if (!is_chat && (!f.prompt || !*f.prompt)) {
         free(f.prompt);
         return cli_usage_error(cmd, "empty prompt: give the prompt text as arguments");

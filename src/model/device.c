@@ -26,9 +26,9 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
-                      &d->inv_freq_local, &d->inv_freq_global, &d->rope_local, &d->rope_global};
+                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya, &d->rope_local, &d->rope_global};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * H, T * H};
+                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide, T * H, T * H};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
         d->activation_bytes += sizes[i] * sizeof(float) + 64;
@@ -61,7 +61,7 @@ void gm_device_free(gm_device *d) {
     if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
     gm_pool_free(d->pool);
     float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
-                     d->inv_freq_local, d->inv_freq_global, d->rope_local, d->rope_global};
+                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya, d->rope_local, d->rope_global};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(d->xq.q);
     free(d->xq.d);
@@ -279,37 +279,48 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
 
 typedef struct attn_job {
     gm_device *d;
-    gm_kv_layer *L;
+    int layer;
     bool global;
-    int T, pos0, rows; /* rows: query rows (t, head) per piece of work, at most 4 */
+    int T, rows; /* rows: query heads per piece of work (<= 4, <= heads per kv head) */
 } attn_job;
 
-/* Work = (kv head, run of up to 4 query rows (t, h) of its group): the rows of a run share every
- * key and value read. */
+/* Work = (token t, kv head, run of up to 4 of its query heads): the heads of a run share every key
+ * and value read of that token's cache. */
 static void attn_worker(void *ctx, int i, int n) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
-    int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads;
-    size_t KH = (size_t)c->n_kv_heads * (size_t)H, NH = (size_t)N * (size_t)H;
+    int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads, K = c->n_kv_heads;
+    size_t KH = (size_t)K * (size_t)H, NH = (size_t)N * (size_t)H;
     float *scores = j->d->scores + (size_t)i * 4 * (size_t)j->d->cache_length;
-    int per_kv = (j->T * G + j->rows - 1) / j->rows;
+    int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
     size_t lo, hi;
-    gm_split_range((size_t)per_kv * (size_t)c->n_kv_heads, n, i, 1, &lo, &hi);
+    gm_split_range((size_t)j->T * (size_t)K * (size_t)runs, n, i, 1, &lo, &hi);
     for (size_t job = lo; job < hi; job++) {
-        int kvh = (int)(job / (size_t)per_kv), r0 = (int)(job % (size_t)per_kv) * j->rows;
+        int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
+        int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
+        int p = j->d->tok_pos[t];
+        const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
+        int first = 0;
+        if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
         gm_attn_rows a = {0};
-        for (int r = r0; r < r0 + j->rows && r < j->T * G; r++) {
-            int t = r / G, h = kvh * G + r % G, p = j->pos0 + t;
-            int first = 0;
-            if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
+        for (int h = h0; h < h0 + j->rows && h < (kvh + 1) * G; h++) {
             a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
             a.out[a.n] = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
             a.first[a.n] = first;
             a.last[a.n] = p;
             a.n++;
         }
-        gm_attention_rows(&a, j->L->k + (size_t)kvh * (size_t)H, j->L->v + (size_t)kvh * (size_t)H, KH, j->L->slots,
-                          (size_t)H, c->attn_softcap, scores);
+        gm_attention_rows(&a, L->k + (size_t)kvh * (size_t)H, L->v + (size_t)kvh * (size_t)H, KH, L->slots, (size_t)H,
+                          c->attn_softcap, scores);
+    }
+}
+
+/* cos / sin tables of the step's token positions (local and global RoPE), shared by every layer */
+static void rope_tables(gm_device *d, int T) {
+    size_t H = (size_t)d->cfg->head_dim;
+    for (int t = 0; t < T; t++) {
+        gm_rope_table(d->rope_local + (size_t)t * H, H, d->tok_pos[t], d->inv_freq_local);
+        gm_rope_table(d->rope_global + (size_t)t * H, H, d->tok_pos[t], d->inv_freq_global);
     }
 }
 
@@ -318,7 +329,30 @@ static void add_normed(float *x, float *y, const float *w, size_t n, float eps) 
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int pos0) {
+/* Rows mode: every device holds different tokens (its own batch rows). Projections then gather the
+ * rows of all devices, run the sharded product on all of them, and keep their own; the rest of the
+ * layer (norms, RoPE, attention over the row's own KV cache) stays local. */
+static gm_status proj(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+    if (!d->rows_mode) return linear(d, m, X, T, Y);
+    if (d->rows_total == 0) return GM_OK;
+    size_t C = (size_t)m->full_cols, R = (size_t)m->full_rows;
+    size_t off[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) off[g] = d->rows_off[g] * C;
+    memcpy(d->xa + off[d->global], X, (size_t)T * C * sizeof(float));
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, d->xa, off));
+    GM_TRY(linear(d, m, d->xa, d->rows_total, d->ya));
+    memcpy(Y, d->ya + d->rows_off[d->global] * R, (size_t)T * R * sizeof(float));
+    return GM_OK;
+}
+
+/* proj of several matrices sharing the input X: fused (linear_n) outside rows mode */
+static gm_status proj_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
+    if (!d->rows_mode) return linear_n(d, ms, n, X, T, Ys);
+    for (int i = 0; i < n; i++) GM_TRY(proj(d, ms[i], X, T, Ys[i]));
+    return GM_OK;
+}
+
+static gm_status layer_forward(gm_device *d, int l, int T) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
@@ -328,9 +362,10 @@ static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int p
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
     const gm_matrix *qkv[3] = {&W->q, &W->k, &W->v};
     float *qkv_out[3] = {d->q, d->k, d->v};
-    GM_TRY(linear_n(d, qkv, 3, d->xn, T, qkv_out));
+    GM_TRY(proj_n(d, qkv, 3, d->xn, T, qkv_out));
     for (int t = 0; t < T; t++) {
-        int p = pos0 + t;
+        int p = d->tok_pos[t];
+        gm_kv_layer *L = &d->tok_kv[t]->layers[l];
         const float *cs = (global ? d->rope_global : d->rope_local) + (size_t)t * H;
         for (size_t h = 0; h < N; h++) {
             float *q = d->q + t * NH + h * H;
@@ -347,18 +382,19 @@ static gm_status layer_forward(gm_device *d, int l, gm_kv_layer *L, int T, int p
         memcpy(kslot, d->k + t * KH, KH * sizeof(float));
         memcpy(vslot, d->v + t * KH, KH * sizeof(float));
     }
-    int threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
-    attn_job aj = {d, L, global, T, pos0, rows < 1 ? 1 : rows > 4 ? 4 : rows};
+    int G = c->n_heads / c->n_kv_heads, threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
+    rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
+    attn_job aj = {d, l, global, T, rows < G ? rows : G};
     gm_pool_run(d->pool, attn_worker, &aj);
-    GM_TRY(linear(d, &W->o, d->att, T, d->y));
+    GM_TRY(proj(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
     const gm_matrix *gu[2] = {&W->gate, &W->up};
     float *gu_out[2] = {d->gate, d->up};
-    GM_TRY(linear_n(d, gu, 2, d->xn, T, gu_out));
+    GM_TRY(proj_n(d, gu, 2, d->xn, T, gu_out));
     for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
-    GM_TRY(linear(d, &W->down, d->gate, T, d->y));
+    GM_TRY(proj(d, &W->down, d->gate, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
     return GM_OK;
 }
@@ -379,12 +415,12 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
     for (int done = 0; done < T;) {
         int n = T - done < GM_PREFILL_CHUNK ? T - done : GM_PREFILL_CHUNK;
         GM_TRY(embed(d, tokens + done, n, d->x));
-        /* rotations of this chunk's positions, shared by every layer and head */
         for (int t = 0; t < n; t++) {
-            gm_rope_table(d->rope_local + (size_t)t * c->head_dim, (size_t)c->head_dim, pos0 + done + t, d->inv_freq_local);
-            gm_rope_table(d->rope_global + (size_t)t * c->head_dim, (size_t)c->head_dim, pos0 + done + t, d->inv_freq_global);
+            d->tok_pos[t] = pos0 + done + t;
+            d->tok_kv[t] = kv;
         }
-        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, &kv->layers[l], n, pos0 + done));
+        rope_tables(d, n);
+        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n));
         if (logits_all)
             for (int t = 0; t < n; t++)
                 GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride));
@@ -392,4 +428,70 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
         if (done == T && logits_last) GM_TRY(logits_of(d, d->x + (size_t)(n - 1) * D, logits_last));
     }
     return GM_OK;
+}
+
+/* ---- rows mode: one step of batched generation, each device with its own rows ---- */
+
+/* Each device says how many items it has; off[g] .. off[g+1] become device g's items in a gathered buffer. */
+static gm_status gather_counts(gm_device *d, int n, size_t *off) {
+    float counts[GM_MAX_DEVICES];
+    size_t one[GM_MAX_DEVICES + 1];
+    for (int g = 0; g <= d->n_devices; g++) one[g] = (size_t)g;
+    counts[d->global] = (float)n;
+    GM_TRY(gm_comm_all_gather(d->comm, d->local, counts, one));
+    off[0] = 0;
+    for (int g = 0; g < d->n_devices; g++) off[g + 1] = off[g] + (size_t)counts[g];
+    return GM_OK;
+}
+
+gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *pos, gm_kv_cache *const *kv, int T,
+                              const int *logit_rows, int n_logits, float *logits, int *n_logits_all) {
+    const gm_config *c = d->cfg;
+    size_t D = (size_t)c->d_model, V = (size_t)c->vocab_size;
+    if (T > GM_PREFILL_CHUNK) return gm_fail(GM_ERR_ARG, "rows step of %d tokens (at most %d)", T, GM_PREFILL_CHUNK);
+    d->rows_mode = true;
+    gm_status st = gather_counts(d, T, d->rows_off);
+    d->rows_total = (int)d->rows_off[d->n_devices];
+    if (st == GM_OK && d->rows_total > GM_PREFILL_CHUNK)
+        st = gm_fail(GM_ERR_ARG, "rows step of %d tokens over all devices (at most %d)", d->rows_total, GM_PREFILL_CHUNK);
+    if (st == GM_OK && d->rows_total > 0) {
+        /* token ids travel as float bit patterns: the gather copies bytes */
+        float *tokf = d->pack;
+        memcpy(tokf + d->rows_off[d->global], tokens, (size_t)T * sizeof *tokens);
+        st = gm_comm_all_gather(d->comm, d->local, tokf, d->rows_off);
+        int32_t all_tokens[GM_PREFILL_CHUNK];
+        memcpy(all_tokens, tokf, (size_t)d->rows_total * sizeof *all_tokens);
+        if (st == GM_OK) st = embed(d, all_tokens, d->rows_total, d->xa);
+        if (st == GM_OK) memcpy(d->x, d->xa + d->rows_off[d->global] * D, (size_t)T * D * sizeof(float));
+        for (int t = 0; t < T; t++) {
+            d->tok_pos[t] = pos[t];
+            d->tok_kv[t] = kv[t];
+        }
+        rope_tables(d, T);
+        for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T);
+    }
+    /* logits of the requested rows: gather their final hidden states, one vocabulary product each */
+    size_t loff[GM_MAX_DEVICES + 1];
+    if (st == GM_OK) st = gather_counts(d, n_logits, loff);
+    int total = st == GM_OK ? (int)loff[d->n_devices] : 0;
+    if (st == GM_OK && total > GM_PREFILL_CHUNK) st = gm_fail(GM_ERR_ARG, "%d logit rows in one step", total);
+    if (st == GM_OK && total > 0) {
+        size_t hoff[GM_MAX_DEVICES + 1];
+        for (int g = 0; g <= d->n_devices; g++) hoff[g] = loff[g] * D;
+        for (int i = 0; i < n_logits; i++)
+            gm_rmsnorm(d->xa + (loff[d->global] + (size_t)i) * D, d->x + (size_t)logit_rows[i] * D, d->w.final_norm, D,
+                       c->rms_eps);
+        st = gm_comm_all_gather(d->comm, d->local, d->xa, hoff);
+        for (int i = 0; st == GM_OK && i < total; i++) {
+            bool mine = (size_t)i >= loff[d->global] && (size_t)i < loff[d->global + 1];
+            /* rows of other devices still take part in the product; their result lands in the spare row */
+            float *dst = logits + (mine ? (size_t)i - loff[d->global] : (size_t)n_logits) * V;
+            st = linear(d, &d->w.embed, d->xa + (size_t)i * D, 1, dst);
+            if (st == GM_OK && mine && c->final_softcap > 0)
+                for (size_t k = 0; k < V; k++) dst[k] = c->final_softcap * tanhf(dst[k] / c->final_softcap);
+        }
+    }
+    if (n_logits_all) *n_logits_all = total;
+    d->rows_mode = false;
+    return st;
 }

@@ -42,6 +42,15 @@ typedef struct gm_device {
     gm_xq xq;                   /* [T][max(D, F, N*H)] quantized inputs of the packed products */
     int cache_length;
     uint64_t activation_bytes;
+    /* the tokens of the current step: position and KV cache of each (one sequence, or batch rows) */
+    int tok_pos[GM_PREFILL_CHUNK];
+    gm_kv_cache *tok_kv[GM_PREFILL_CHUNK];
+    /* rows mode (batched prompts split by rows over devices): device g holds rows
+     * [rows_off[g], rows_off[g+1]) of the rows_total tokens of this step */
+    bool rows_mode;
+    int rows_total;
+    size_t rows_off[GM_MAX_DEVICES + 1];
+    float *xa, *ya;             /* [GM_PREFILL_CHUNK][max(D, F, N*H)] all devices' rows */
 } gm_device;
 
 gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
@@ -56,5 +65,13 @@ void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
  * every device; NULL skips them (all devices of a mesh must pass the same NULL-ness). */
 gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
                             float *logits_all, size_t all_stride);
+
+/* Rows mode, one step: this device runs T tokens of its own rows (token t at pos[t] in cache kv[t]);
+ * the projections are shared with the other devices, which may hold any number of tokens (0 too).
+ * Then the final logits of this device's rows logit_rows[0..n_logits) go to logits [n_logits][V]
+ * (the buffer needs one spare [V] row at the end). *n_logits_all: logit rows over all devices. Every
+ * device of the mesh must call this the same number of times. */
+gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *pos, gm_kv_cache *const *kv, int T,
+                              const int *logit_rows, int n_logits, float *logits, int *n_logits_all);
 
 #endif

@@ -31,9 +31,9 @@ struct gm_model {
 };
 
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
-enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD };
+enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };
 typedef struct gm_cmd {
-    int32_t op, session, n, pos0, want_all;
+    int32_t op, session, n, pos0, want_all, want_last;
 } gm_cmd;
 
 gm_status gm_model_send_cmd(gm_model *m, const gm_cmd *cmd, const int32_t *tokens);
@@ -41,5 +41,11 @@ gm_status gm_session_create_local(gm_model *m, int id, gm_session **out);
 void gm_session_destroy_local(gm_session *s);
 gm_status gm_model_run_forward(gm_model *m, gm_session *s, const int32_t *tokens, int n, int pos0, float *logits_last,
                                float *logits_all);
+
+/* The batch generation every rank runs (rank 0 from gm_generate_batch, others from gm_model_serve).
+ * rows may be NULL on ranks other than 0. */
+gm_status gm_batch_run(gm_model *m, const int32_t *const *prompts, const size_t *lens, size_t n,
+                       const gm_batch_options *opt, gm_batch_row *rows);
+gm_status gm_batch_serve(gm_model *m, const gm_cmd *cmd);
 
 #endif

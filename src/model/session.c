@@ -123,7 +123,8 @@ gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, flo
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab_size)
             return gm_fail(GM_ERR_RANGE, "token %zu has id %d, outside the vocabulary of %d", i, tokens[i], m->cfg.vocab_size);
-    gm_cmd c = {.op = GM_CMD_FORWARD, .session = s->id, .n = (int32_t)n, .pos0 = s->pos, .want_all = logits_all != NULL};
+    gm_cmd c = {.op = GM_CMD_FORWARD, .session = s->id, .n = (int32_t)n, .pos0 = s->pos, .want_all = logits_all != NULL,
+                .want_last = logits_last != NULL};
     GM_TRY(gm_model_send_cmd(m, &c, tokens));
     GM_TRY(gm_model_run_forward(m, s, tokens, (int)n, s->pos, logits_last, logits_all));
     s->pos += (int)n;
@@ -146,6 +147,8 @@ gm_status gm_model_serve(gm_model *m) {
             st = gm_session_create_local(m, c.session, &s);
         } else if (c.op == GM_CMD_SESSION_FREE) {
             if (c.session >= 0 && c.session < GM_MAX_SESSIONS) gm_session_destroy_local(m->sessions[c.session]);
+        } else if (c.op == GM_CMD_BATCH) {
+            st = gm_batch_serve(m, &c);
         } else if (c.op == GM_CMD_FORWARD) {
             if (c.n < 1 || c.session < 0 || c.session >= GM_MAX_SESSIONS || !m->sessions[c.session]) {
                 st = gm_fail(GM_ERR_COMM, "rank %d: malformed command from rank 0", m->rank);
@@ -167,8 +170,9 @@ gm_status gm_model_serve(gm_model *m) {
                 if (!all) st = gm_fail(GM_ERR_NOMEM, "out of memory for logits");
             }
             if (st == GM_OK)
-                st = gm_model_run_forward(m, m->sessions[c.session], tokens, c.n, c.pos0, m->scratch_logits,
-                                          c.want_all ? all : NULL);
+                /* the same logits requests as rank 0, so every rank runs the same collectives */
+                st = gm_model_run_forward(m, m->sessions[c.session], tokens, c.n, c.pos0,
+                                          c.want_last ? m->scratch_logits : NULL, c.want_all ? all : NULL);
         }
         if (st != GM_OK) break;
     }

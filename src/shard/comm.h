@@ -48,7 +48,5 @@ gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off); /* rank r owns 
 gm_status gm_mpi_broadcast(void *buf, size_t n);
 gm_status gm_mpi_barrier(void);
 bool gm_mpi_available(void);
-/* Abort every rank with a message (used when one rank fails mid-run so none waits forever). */
-void gm_mpi_abort_all(const char *why);
 
 #endif

@@ -73,10 +73,3 @@ gm_status gm_mpi_broadcast(void *buf, size_t n) {
 }
 
 gm_status gm_mpi_barrier(void) { return mpi_check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
-
-void gm_mpi_abort_all(const char *why) {
-    (void)why;
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (inited) MPI_Abort(MPI_COMM_WORLD, 3);
-}

@@ -14,7 +14,6 @@ gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off) { (void)buf; (vo
 gm_status gm_mpi_broadcast(void *buf, size_t n) { (void)buf; (void)n; return no_mpi(); }
 gm_status gm_mpi_barrier(void) { return no_mpi(); }
 bool gm_mpi_available(void) { return false; }
-void gm_mpi_abort_all(const char *why) { (void)why; }
 #else
 typedef int gm_comm_nompi_unused;
 #endif

@@ -40,10 +40,10 @@ void gm_chat_reset(gm_chat *c) {
 
 gm_session *gm_chat_session(gm_chat *c) { return c->session; }
 
-gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out) {
+gm_status gm_chat_template(const char *user_text, bool first_turn, char **out) {
     *out = NULL;
     if (!user_text) return gm_fail(GM_ERR_ARG, "no prompt text");
-    const char *head = c->turns == 0 ? "<bos><start_of_turn>user\n" : "<end_of_turn>\n<start_of_turn>user\n";
+    const char *head = first_turn ? "<bos><start_of_turn>user\n" : "<end_of_turn>\n<start_of_turn>user\n";
     const char *tail = "<end_of_turn>\n<start_of_turn>model\n";
     size_t n = strlen(head) + strlen(user_text) + strlen(tail) + 1;
     char *s = malloc(n);
@@ -51,6 +51,10 @@ gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **ou
     snprintf(s, n, "%s%s%s", head, user_text, tail);
     *out = s;
     return GM_OK;
+}
+
+gm_status gm_chat_format_turn(const gm_chat *c, const char *user_text, char **out) {
+    return gm_chat_template(user_text, c->turns == 0, out);
 }
 
 gm_status gm_chat_turn(gm_chat *c, const char *user_text, const gm_generate_options *opt, char **reply,

@@ -27,6 +27,8 @@ int main(int argc, char **argv) {
     long na, nb;
     float *a = load(argv[1], &na), *b = load(argv[2], &nb);
     if (!a || !b || na != nb || na == 0) {
+        free(a);
+        free(b);
         fprintf(stderr, "logits_diff: cannot read %s / %s or sizes differ\n", argv[1], argv[2]);
         return 1;
     }
@@ -40,5 +42,7 @@ int main(int argc, char **argv) {
     }
     double rel = diff / maxabs;
     printf("max |diff| %.3g, max |logit| %.3g, relative %.3g, argmax %ld vs %ld\n", diff, maxabs, rel, ia, ib);
+    free(a);
+    free(b);
     return rel <= tol && ia == ib ? 0 : 1;
 }
