@@ -158,7 +158,8 @@ int main(int argc, char **argv) {
             if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
         }
         gm_xq xq = {0};
-        xq.q = aligned_alloc(64, T * 1152 * 2), xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 72 * 4);
+        xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
+        xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
         xq.hi = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
         static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
         for (int ii = 0; ii < 4 && P[1].data; ii++) {
@@ -200,6 +201,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         free(xq.q);
+        free(xq.q2);
         free(xq.d);
         free(xq.s);
         free(xq.qs);

@@ -77,30 +77,36 @@ void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 
 /* The end of quantizing one 32-value block v whose max |v| is amax (every path finds amax its own
- * way, then calls this, so all paths agree bit for bit): q = round-to-even(v * 32767 / amax),
- * d = amax / 32767, s = d * sum(q), qs = the sums of q over each 16 values. A block with a NaN or infinity gets d = NaN (the outputs become
- * NaN, as the f32 kernels' would); a block below 1e-30 in magnitude counts as zero. */
-static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, float *d, float *s, int32_t *qs) {
+ * way, then computes exactly this, so all paths agree bit for bit): d = amax / 32767,
+ * q1 = rint(v * (32767 / amax)), r = fmaf(-d, q1, v), q2 = rint(r * (32767 / amax * 32768)),
+ * s = d * (sum q1 + sum q2 / 32768), qs = sums of q1 over values 0-15 and 16-31, then of q2.
+ * A block with a NaN or infinity gets d = NaN (the outputs become NaN, as the f32 kernels' would);
+ * a block below 1e-30 in magnitude counts as zero. */
+static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, int16_t *q2, float *d, float *s,
+                                      int32_t *qs) {
     int bad = !(amax <= 3.4028235e38f);
     for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
     if (bad || amax < 1e-30f) {
-        for (int i = 0; i < 32; i++) q[i] = 0;
+        for (int i = 0; i < 32; i++) q[i] = q2[i] = 0;
         *d = bad ? __builtin_nanf("") : 0.0f;
         *s = *d;
-        qs[0] = qs[1] = 0;
+        qs[0] = qs[1] = qs[2] = qs[3] = 0;
         return;
     }
-    float inv = 32767.0f / amax;
-    int32_t sum[2] = {0, 0};
+    float inv = 32767.0f / amax, inv2 = inv * 32768.0f, dd = amax / 32767.0f;
+    int32_t sum[4] = {0, 0, 0, 0};
     for (int i = 0; i < 32; i++) {
-        float r = __builtin_rintf(v[i] * inv);
-        q[i] = (int16_t)r;
+        float r1 = __builtin_rintf(v[i] * inv);
+        float r2 = __builtin_rintf(__builtin_fmaf(-dd, r1, v[i]) * inv2);
+        r2 = r2 > 32767.0f ? 32767.0f : r2 < -32767.0f ? -32767.0f : r2;
+        q[i] = (int16_t)r1;
+        q2[i] = (int16_t)r2;
         sum[i / 16] += q[i];
+        sum[2 + i / 16] += q2[i];
     }
-    *d = amax / 32767.0f;
-    *s = *d * (float)(sum[0] + sum[1]);
-    qs[0] = sum[0];
-    qs[1] = sum[1];
+    *d = dd;
+    *s = dd * ((float)(sum[0] + sum[1]) + (float)(sum[2] + sum[3]) * 0x1p-15f);
+    for (int k = 0; k < 4; k++) qs[k] = sum[k];
 }
 
 /* Bytes of the first n elements of a row of `type` (n a multiple of the block). */

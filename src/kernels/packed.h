@@ -27,10 +27,12 @@
  * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into two bf16 terms
  * x ~ hi + lo (16 significant bits) for AMX, or uses the f32 x on CPUs without AMX.
  *
- * Activations are quantized per 32 values to int16: x ~ d * q with d = max|x| / 32767, so a product
- * is an exact integer dot (vpdpwssd / vpmaddwd) times d_w * d_x. The relative error this adds to a
- * dot product is about 2^-16 of sum |w x| (the f32 kernels of matvec.h stay the exact reference; see
- * docs/BENCHMARKS.md for the measured logit error). */
+ * Activations are quantized per 32 values to two int16 terms: x ~ d q1 + (d / 2^15) q2 with
+ * d = max|x| / 32767, q1 = round(x / d) and q2 = round((x - d q1) 2^15 / d), so each value is kept to
+ * within 2^-31 of its block's largest (f32 keeps 2^-24 of each value) and a product is two exact
+ * integer dots (vpdpwssd / vpmaddwd) times d_w d_x: the packed kernels are as accurate as f32 ones
+ * (tests/unit/test_reference_270m.c holds them to Hugging Face's logits). The f32 kernels of matvec.h
+ * on the file's layout remain (GM_EXACT=1). */
 #ifndef GM_KERNELS_PACKED_H
 #define GM_KERNELS_PACKED_H
 
@@ -77,12 +79,13 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out);
 
 /* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
  * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
- * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, x, hi, lo by c0, d, s by c0 / 32, qs by c0 / 16. */
+ * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, q2, x, hi, lo by c0, d, s by c0 / 32, qs by c0 / 8. */
 typedef struct gm_xq {
-    int16_t *q;      /* [T][ldq]: round(x / d), 4-byte aligned */
+    int16_t *q;      /* [T][ldq]: q1 = round(x / d), 4-byte aligned */
+    int16_t *q2;     /* [T][ldq]: q2 = round((x - d q1) 32768 / d) */
     float *d;        /* [T][ldd] per 32 values: max |x| / 32767 (0 for an all-zero block) */
-    float *s;        /* [T][ldd] d * sum(q): the block sum for the "+ m" terms */
-    int32_t *qs;     /* [T][2 ldd] sum(q) of each 16 values: the code offsets' terms */
+    float *s;        /* [T][ldd] d (sum(q1) + sum(q2) / 32768): the block sum for the "+ m" terms */
+    int32_t *qs;     /* [T][4 ldd] per block: sum(q1) of values 0-15, 16-31, then sum(q2) of each */
     size_t cols;
     size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
     const float *x;  /* [T][ldx] the f32 inputs (GM_PK_BF16) */

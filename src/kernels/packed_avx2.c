@@ -23,41 +23,48 @@ GM_AI int32_t hsum8i(__m256i v) {
 
 static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     const size_t nb = cols / GM_XQ_BLOCK;
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), lim = _mm256_set1_ps(32767.0f);
+    const __m256 nlim = _mm256_set1_ps(-32767.0f);
+    const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = nb;
     for (size_t t = 0; t < T; t++) {
         const float *xt = x + t * ldx;
-        int16_t *q = xq->q + t * cols;
+        int16_t *q = xq->q + t * cols, *q2 = xq->q2 + t * cols;
         for (size_t b = 0; b < nb; b++) {
             const float *v = xt + GM_XQ_BLOCK * b;
-            __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), v2 = _mm256_loadu_ps(v + 16),
-                   v3 = _mm256_loadu_ps(v + 24);
-            __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v0, absmask), _mm256_and_ps(v1, absmask)),
-                                      _mm256_max_ps(_mm256_and_ps(v2, absmask), _mm256_and_ps(v3, absmask)));
+            __m256 vv[4] = {_mm256_loadu_ps(v), _mm256_loadu_ps(v + 8), _mm256_loadu_ps(v + 16), _mm256_loadu_ps(v + 24)};
+            __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(vv[0], absmask), _mm256_and_ps(vv[1], absmask)),
+                                      _mm256_max_ps(_mm256_and_ps(vv[2], absmask), _mm256_and_ps(vv[3], absmask)));
             float amax = hmax8(mx);
-            __m256 un = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, v0, _CMP_UNORD_Q), _mm256_cmp_ps(v1, v1, _CMP_UNORD_Q)),
-                                     _mm256_or_ps(_mm256_cmp_ps(v2, v2, _CMP_UNORD_Q), _mm256_cmp_ps(v3, v3, _CMP_UNORD_Q)));
+            __m256 un = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(vv[0], vv[0], _CMP_UNORD_Q), _mm256_cmp_ps(vv[1], vv[1], _CMP_UNORD_Q)),
+                                     _mm256_or_ps(_mm256_cmp_ps(vv[2], vv[2], _CMP_UNORD_Q), _mm256_cmp_ps(vv[3], vv[3], _CMP_UNORD_Q)));
+            size_t o = GM_XQ_BLOCK * b, k = t * nb + b;
             if (_mm256_movemask_ps(un) || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
-                gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b],
-                                   &xq->qs[2 * (t * nb + b)]);
+                gm_xq_block_finish(v, amax, q + o, q2 + o, &xq->d[k], &xq->s[k], &xq->qs[4 * k]);
                 continue;
             }
-            __m256 inv = _mm256_set1_ps(32767.0f / amax);
-            __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, inv)), q1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, inv));
-            __m256i q2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, inv)), q3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, inv));
+            float inv = 32767.0f / amax, dd = amax / 32767.0f;
+            __m256 iv = _mm256_set1_ps(inv), iv2 = _mm256_set1_ps(inv * 32768.0f), d = _mm256_set1_ps(dd);
+            __m256i i1[4], i2[4];
+            for (int j = 0; j < 4; j++) {
+                __m256 a = _mm256_round_ps(_mm256_mul_ps(vv[j], iv), rne);
+                __m256 c = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(d, a, vv[j]), iv2), rne);
+                c = _mm256_max_ps(_mm256_min_ps(c, lim), nlim);
+                i1[j] = _mm256_cvtps_epi32(a);
+                i2[j] = _mm256_cvtps_epi32(c);
+            }
             /* packs interleave 128-bit lanes: fix the order with a 64-bit permute */
-            __m256i a = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xd8);
-            __m256i c = _mm256_permute4x64_epi64(_mm256_packs_epi32(q2, q3), 0xd8);
-            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b), a);
-            _mm256_storeu_si256((__m256i *)(q + GM_XQ_BLOCK * b + 16), c);
-            float d = amax / 32767.0f;
-            xq->d[t * nb + b] = d;
-            int32_t s0 = hsum8i(_mm256_add_epi32(q0, q1)), s1 = hsum8i(_mm256_add_epi32(q2, q3));
-            xq->s[t * nb + b] = d * (float)(s0 + s1);
-            xq->qs[2 * (t * nb + b)] = s0;
-            xq->qs[2 * (t * nb + b) + 1] = s1;
+            _mm256_storeu_si256((__m256i *)(q + o), _mm256_permute4x64_epi64(_mm256_packs_epi32(i1[0], i1[1]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q + o + 16), _mm256_permute4x64_epi64(_mm256_packs_epi32(i1[2], i1[3]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q2 + o), _mm256_permute4x64_epi64(_mm256_packs_epi32(i2[0], i2[1]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q2 + o + 16), _mm256_permute4x64_epi64(_mm256_packs_epi32(i2[2], i2[3]), 0xd8));
+            int32_t s0 = hsum8i(_mm256_add_epi32(i1[0], i1[1])), s1 = hsum8i(_mm256_add_epi32(i1[2], i1[3]));
+            int32_t s2 = hsum8i(_mm256_add_epi32(i2[0], i2[1])), s3 = hsum8i(_mm256_add_epi32(i2[2], i2[3]));
+            xq->d[k] = dd;
+            xq->s[k] = dd * ((float)(s0 + s1) + (float)(s2 + s3) * 0x1p-15f);
+            xq->qs[4 * k] = s0, xq->qs[4 * k + 1] = s1, xq->qs[4 * k + 2] = s2, xq->qs[4 * k + 3] = s3;
         }
     }
 }
@@ -92,7 +99,8 @@ GM_AI void widen(__m256i v, int is_signed, __m256i *lo, __m256i *hi) {
     *hi = is_signed ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
 }
 
-/* Integer dots of the tile's first (a) and last (b) 16 columns with one input, rows 0-7 / 8-15. */
+/* Integer dots of the tile's first (a) and last (b) 16 columns with one input term, rows 0-7 / 8-15:
+ * d[0] = a rows 0-7, d[1] = a rows 8-15, d[2] = b rows 0-7, d[3] = b rows 8-15. */
 GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *xp, __m256i d[4]) {
     __m256i al = _mm256_setzero_si256(), ah = al, bl = al, bh = al;
     for (int g = 0; g < 8; g++) {
@@ -110,29 +118,37 @@ GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *xp, __m256
     d[0] = al, d[1] = ah, d[2] = bl, d[3] = bh;
 }
 
-/* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input */
-GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float dx, float xs, const int32_t *qs,
-                      __m256 *lo, __m256 *hi) {
-    __m256i d[4];
-    tile_dots(K, t, xp, d);
+/* (v1 - o1) + (v2 - o2) / 32768 as f32 */
+GM_AI __m256 two_terms(__m256i v1, int32_t o1, __m256i v2, int32_t o2) {
+    __m256 f1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(v1, _mm256_set1_epi32(o1)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v2, _mm256_set1_epi32(o2))), _mm256_set1_ps(0x1p-15f), f1);
+}
+
+/* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input (both terms) */
+GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, float dx, float xs,
+                      const int32_t *qs, __m256 *lo, __m256 *hi) {
+    __m256i d1[4], d2[4];
+    tile_dots(K, t, x1, d1);
+    tile_dots(K, t, x2, d2);
     __m256 dv = _mm256_set1_ps(dx);
     switch (K) {
     case GM_PK_D16: case GM_PK_N5D: {
         size_t so = K == GM_PK_D16 ? 512 : 320;
-        __m256i off = _mm256_set1_epi32(K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0);
+        int32_t o1 = K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0, o2 = K == GM_PK_N5D ? 16 * (qs[2] + qs[3]) : 0;
         __m256 sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so)));
         __m256 sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so + 16)));
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(d[0], d[2]), off)), _mm256_mul_ps(sl, dv), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(d[1], d[3]), off)), _mm256_mul_ps(sh, dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[0], d1[2]), o1, _mm256_add_epi32(d2[0], d2[2]), o2),
+                              _mm256_mul_ps(sl, dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[1], d1[3]), o1, _mm256_add_epi32(d2[1], d2[3]), o2),
+                              _mm256_mul_ps(sh, dv), *hi);
         return;
     }
     case GM_PK_N6: {
         const float *s = (const float *)(t + 384);
-        __m256i oa = _mm256_set1_epi32(32 * qs[0]), ob = _mm256_set1_epi32(32 * qs[1]);
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[0], oa)), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[1], oa)), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[2], ob)), _mm256_mul_ps(_mm256_load_ps(s + 16), dv), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[3], ob)), _mm256_mul_ps(_mm256_load_ps(s + 24), dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[2], 32 * qs[1], d2[2], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 16), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[3], 32 * qs[1], d2[3], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 24), dv), *hi);
         return;
     }
     default: { /* SM32, N4SM */
@@ -140,8 +156,10 @@ GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *xp, float
         __m256 x = _mm256_set1_ps(xs);
         *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
         *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
-        *lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(d[0], d[2])), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
-        *hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(d[1], d[3])), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[0], d1[2]), 0, _mm256_add_epi32(d2[0], d2[2]), 0),
+                              _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[1], d1[3]), 0, _mm256_add_epi32(d2[1], d2[3]), 0),
+                              _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
         return;
     }
     }
@@ -164,13 +182,13 @@ GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_
 
 GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
-    const int32_t *xp = (const int32_t *)xq->q;
+    const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_ahead(t, (int)tb);
-            tile_apply(K, t, xp + 16 * b, xq->d[b], xq->s[b], xq->qs + 2 * b, &lo, &hi);
+            tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
     }
@@ -221,8 +239,9 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
             gm_xq one = *xq;
             if (P->kind == GM_PK_BF16) one.x = xq->x + t * xq->ldx;
             else {
-                one.q = xq->q + t * xq->ldq, one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
-                one.qs = xq->qs + 2 * t * xq->ldd;
+                one.q = xq->q + t * xq->ldq, one.q2 = xq->q2 + t * xq->ldq;
+                one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
+                one.qs = xq->qs + 4 * t * xq->ldd;
             }
             packed_matvec_avx2(P, a, b, &one, Y + t * ldy + (a - r0));
         }

@@ -19,8 +19,8 @@ void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq 
             const float *v = xt + GM_XQ_BLOCK * b;
             float amax = 0.0f;
             for (int i = 0; i < GM_XQ_BLOCK; i++) amax = fmaxf(amax, fabsf(v[i]));
-            gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, &xq->d[t * nb + b], &xq->s[t * nb + b],
-                               &xq->qs[2 * (t * nb + b)]);
+            gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, xq->q2 + t * cols + GM_XQ_BLOCK * b, &xq->d[t * nb + b],
+                               &xq->s[t * nb + b], &xq->qs[4 * (t * nb + b)]);
         }
     }
 }
@@ -58,28 +58,32 @@ static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_x
     free(w);
 }
 
-/* one tile's contribution to row i for input t */
+/* one tile's contribution to row i for input t: exact integer dots of both input terms, in f64 */
 static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
     const gm_pack_kind k = P->kind;
-    const int16_t *qb = xq->q + t * xq->ldq + 32 * b;
-    const int32_t *qs = xq->qs + 2 * (t * xq->ldd + b);
+    const int16_t *q1 = xq->q + t * xq->ldq + 32 * b, *q2 = xq->q2 + t * xq->ldq + 32 * b;
+    const int32_t *qs = xq->qs + 4 * (t * xq->ldd + b);
     double dx = xq->d[t * xq->ldd + b];
+    /* sum over columns [c0, c0 + n) of (code - off) * (q1 + q2 / 32768) */
+#define DOT(c0, n, off, s1, s2)                                                                                        \
+    ((double)(idot(k, tile, i, q1, c0, n) - (int64_t)(off) * (s1)) +                                                   \
+     (double)(idot(k, tile, i, q2, c0, n) - (int64_t)(off) * (s2)) / 32768.0)
     switch (k) {
     case GM_PK_D16:
-        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * (double)idot(k, tile, i, qb, 0, 32);
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * DOT(0, 32, 0, 0, 0);
     case GM_PK_N5D:
-        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * dx *
-               (double)(idot(k, tile, i, qb, 0, 32) - 16 * (int64_t)(qs[0] + qs[1]));
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * dx * DOT(0, 32, 16, qs[0] + qs[1], qs[2] + qs[3]);
     case GM_PK_SM32: case GM_PK_N4SM: {
         size_t so = k == GM_PK_SM32 ? 512 : 256;
-        return (double)f32_at(tile + so + 4 * i) * dx * (double)idot(k, tile, i, qb, 0, 32) +
+        return (double)f32_at(tile + so + 4 * i) * dx * DOT(0, 32, 0, 0, 0) +
                (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
     }
     case GM_PK_N6:
-        return (double)f32_at(tile + 384 + 4 * i) * dx * (double)(idot(k, tile, i, qb, 0, 16) - 32 * (int64_t)qs[0]) +
-               (double)f32_at(tile + 448 + 4 * i) * dx * (double)(idot(k, tile, i, qb, 16, 16) - 32 * (int64_t)qs[1]);
+        return (double)f32_at(tile + 384 + 4 * i) * dx * DOT(0, 16, 32, qs[0], qs[2]) +
+               (double)f32_at(tile + 448 + 4 * i) * dx * DOT(16, 16, 32, qs[1], qs[3]);
     default: return 0.0;
     }
+#undef DOT
 }
 
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {

@@ -40,13 +40,14 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     }
     size_t nq = T * wide, nblk = T * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK), nh = (T + 15) / 16 * 16 * wide;
     d->xq.q = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
+    d->xq.q2 = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
     d->xq.d = malloc(nblk * sizeof(float));
     d->xq.s = malloc(nblk * sizeof(float));
-    d->xq.qs = malloc(2 * nblk * sizeof(int32_t));
+    d->xq.qs = malloc(4 * nblk * sizeof(int32_t));
     d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
     d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
-    d->activation_bytes += nq * sizeof(int16_t) + 4 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
-    if (!d->xq.q || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.lo) {
+    d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
+    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.lo) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -64,6 +65,7 @@ void gm_device_free(gm_device *d) {
                      d->inv_freq_local, d->inv_freq_global, d->xa, d->ya, d->rope_local, d->rope_global};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(d->xq.q);
+    free(d->xq.q2);
     free(d->xq.d);
     free(d->xq.s);
     free(d->xq.qs);
@@ -162,7 +164,8 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
         /* partial sums over this device's input columns, completed by an all-reduce */
         tk.r0 = 0, tk.r1 = (size_t)m->rows, tk.Y = Y, tk.ldy = R;
         if (m->packed.data) {
-            tk.xq.q += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK, tk.xq.qs += m->lo / 16;
+            tk.xq.q += m->lo, tk.xq.q2 += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
+            tk.xq.qs += m->lo / 8;
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.lo += m->lo;
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
