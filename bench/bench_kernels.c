@@ -160,11 +160,11 @@ int main(int argc, char **argv) {
         gm_xq xq = {0};
         xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
         xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
-        xq.hi = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
+        xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
         static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
         for (int ii = 0; ii < 4 && P[1].data; ii++) {
             const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
-            if (!pops || !listed(isa_arg, pisas[ii]) || (ii == 3 && t != GM_BF16)) continue;
+            if (!pops || !listed(isa_arg, pisas[ii])) continue;
             printf("%-6s %-7s", tname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
             for (int si = 0; si < 2; si++) {
                 if (!P[si].data) {
@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
             int runs = 0;
             do {
                 double t0 = now();
-                if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
+                if (t == GM_BF16 || ii == 3) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
                 else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
                 pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
                 double dt = now() - t0;
@@ -206,6 +206,7 @@ int main(int argc, char **argv) {
         free(xq.s);
         free(xq.qs);
         free(xq.hi);
+        free(xq.mid);
         free(xq.lo);
         free(P[0].data);
         free(P[1].data);

@@ -18,9 +18,9 @@ static const char *cli_kernels_desc(void) {
     const char *isa = gm_kernels_isa();
     if (exact) return !strcmp(isa, "avx512") ? "avx512, f32 activations (GM_EXACT)"
                       : !strcmp(isa, "avx2") ? "avx2, f32 activations (GM_EXACT)" : "scalar, f32 activations (GM_EXACT)";
-    if (!strcmp(isa, "avx512")) return gm_packed_bf16_amx() ? "avx512 vnni + amx-bf16, packed weights, int16 activations"
-                                                           : "avx512 vnni, packed weights, int16 activations";
-    return !strcmp(isa, "avx2") ? "avx2, packed weights, int16 activations" : "scalar, packed weights, int16 activations";
+    if (!strcmp(isa, "avx512")) return gm_packed_amx_matmul() ? "avx512 vnni (decode) + amx-bf16 (prefill), packed weights"
+                                                           : "avx512 vnni, packed weights";
+    return !strcmp(isa, "avx2") ? "avx2, packed weights" : "scalar, packed weights";
 }
 
 static const char *HELP_TAIL =

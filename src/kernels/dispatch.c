@@ -92,7 +92,7 @@ const gm_packed_ops *gm_packed_lookup(const char *isa) {
     return NULL;
 }
 
-bool gm_packed_bf16_amx(void) {
+bool gm_packed_amx_matmul(void) {
     pthread_once(&g_once, init_once);
     return g_packed == &gm_packed_amx;
 }

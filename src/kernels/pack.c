@@ -366,21 +366,32 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
     }
 }
 
-/* x ~ hi + lo in bf16, each rounded to nearest even (hi = bf16(x), lo = bf16(x - hi)) */
+/* x = hi + mid + lo in bf16, each rounded to nearest even: hi = bf16(x), mid = bf16(x - hi),
+ * lo = bf16(x - hi - mid) (both differences are exact in f32; 8 + 8 + 8 bits cover an f32's 24) */
 void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
     xq->x = x;
     xq->ldx = ldx;
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = cols / 32;
-    xq->split = split && xq->hi && xq->lo;
+    xq->split = split && xq->hi && xq->mid && xq->lo && xq->s;
     if (!xq->split) return;
+    /* the 32-value sums, for the "+ m * sum(x)" terms of the quantized kinds */
+    for (size_t t = 0; t < T; t++)
+        for (size_t b = 0; b < cols / 32; b++) {
+            float sum = 0;
+            for (int i = 0; i < 32; i++) sum += x[t * ldx + 32 * b + (size_t)i];
+            xq->s[t * xq->ldd + b] = sum;
+        }
     size_t Tpad = (T + 15) / 16 * 16;
     for (size_t t = 0; t < Tpad; t++)
         for (size_t c = 0; c < cols; c++) {
             float v = t < T ? x[t * ldx + c] : 0.0f;
             uint16_t h = gm_f32_to_bf16(v);
+            float r = v - gm_bf16_to_f32(h);
+            uint16_t m = gm_f32_to_bf16(r);
             xq->hi[t * cols + c] = h;
-            xq->lo[t * cols + c] = gm_f32_to_bf16(v - gm_bf16_to_f32(h));
+            xq->mid[t * cols + c] = m;
+            xq->lo[t * cols + c] = gm_f32_to_bf16(r - gm_bf16_to_f32(m));
         }
 }

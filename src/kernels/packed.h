@@ -24,8 +24,8 @@
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
- * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into two bf16 terms
- * x ~ hi + lo (16 significant bits) for AMX, or uses the f32 x on CPUs without AMX.
+ * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into three bf16 terms
+ * x = hi + mid + lo (all 24 bits of an f32) for AMX, or uses the f32 x on CPUs without AMX.
  *
  * Activations are quantized per 32 values to two int16 terms: x ~ d q1 + (d / 2^15) q2 with
  * d = max|x| / 32767, q1 = round(x / d) and q2 = round((x - d q1) 2^15 / d), so each value is kept to
@@ -79,7 +79,8 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out);
 
 /* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
  * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
- * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, q2, x, hi, lo by c0, d, s by c0 / 32, qs by c0 / 8. */
+ * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, q2, x, hi, mid, lo by c0, d, s by c0 / 32, qs by
+ * c0 / 8. */
 typedef struct gm_xq {
     int16_t *q;      /* [T][ldq]: q1 = round(x / d), 4-byte aligned */
     int16_t *q2;     /* [T][ldq]: q2 = round((x - d q1) 32768 / d) */
@@ -90,21 +91,23 @@ typedef struct gm_xq {
     size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
     const float *x;  /* [T][ldx] the f32 inputs (GM_PK_BF16) */
     size_t ldx;
-    uint16_t *hi, *lo; /* [Tpad][ldq] bf16 split x = hi + lo (GM_PK_BF16 matmul with AMX); rows up to a
-                        * multiple of 16 are zero */
-    bool split;        /* hi / lo hold this batch (the AMX matmul uses them, else x) */
+    uint16_t *hi, *mid, *lo; /* [Tpad][ldq] bf16 split x = hi + mid + lo (the AMX matmuls); rows up to a
+                              * multiple of 16 are zero */
+    bool split;        /* hi / mid / lo hold this batch (the AMX matmul uses them, else x) */
 } gm_xq;
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
  * ldd = cols / 32). The same on every path, bit for bit. */
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 
-/* Points xq at f32 inputs and, with `split`, fills hi / lo (T rounded up to a multiple of 16 rows,
- * the extra rows zero; they need room for that) and sets xq->split. */
+/* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16
+ * rows, the extra rows zero; they need room for that), the 32-value sums of x in s, and sets
+ * xq->split. */
 void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq);
-/* Whether the chosen kernels multiply GM_PK_BF16 matrices by several inputs with AMX (which then
- * wants the bf16 split of the inputs). */
-bool gm_packed_bf16_amx(void);
+/* Whether the chosen kernels multiply packed matrices by several inputs with AMX: gm_packed_matmul
+ * then wants every kind's inputs prepared by gm_prepare_x_bf16 with the split (matvec still wants
+ * gm_quantize_x for the quantized kinds). */
+bool gm_packed_amx_matmul(void);
 
 /* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
  * prepared vector (token 0 of xq). */

@@ -5,6 +5,7 @@
 
 #include "kernels/kernels_internal.h"
 #include "kernels/packed.h"
+#include "kernels/packed_x86.h"
 #include "kernels/quant_x86.h"
 
 enum { NT = 8, NTQ = 6 }; /* inputs per matmul pass (BF16 f32, quantized: two int32 sums each) */
@@ -54,30 +55,6 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
 }
 
 /* ---- one tile ---- */
-
-/* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
-GM_AI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
-    if (K == GM_PK_D16 || K == GM_PK_SM32) {
-        *wa = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
-        *wb = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g + 256)));
-        return;
-    }
-    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
-    __m512i a = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
-    __m512i b = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
-    if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
-        const uint32_t *pl = (const uint32_t *)(t + 256);
-        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(16));
-        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(16));
-    }
-    if (K == GM_PK_N6) { /* bit 5: +32 */
-        const uint32_t *pl = (const uint32_t *)(t + 320);
-        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(32));
-        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(32));
-    }
-    *wa = a;
-    *wb = b;
-}
 
 /* Integer dots of one tile with one input's two terms (x1, x2: the 16 pairs of each): i[0], i[1] the
  * first and last 16 columns with q1, i[2], i[3] with q2 (for kinds without per-half scales or

@@ -38,7 +38,8 @@ static int64_t idot(gm_pack_kind k, const uint8_t *t, int i, const int16_t *q, i
     return s;
 }
 
-/* BF16: exact f32 values of x, or the hi + lo split when the matmul uses it */
+/* Dequantized rows times the f32 inputs, or their hi + mid + lo split when the matmul uses it (the same
+ * values): BF16, and every kind under the AMX matmul */
 static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
                             bool split) {
     float *w = malloc(P->cols * sizeof *w);
@@ -48,7 +49,8 @@ static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_x
         for (size_t t = 0; t < T; t++) {
             double acc = 0;
             for (size_t c = 0; c < P->cols; c++) {
-                double x = split ? (double)gm_bf16_to_f32(xq->hi[t * xq->ldq + c]) + gm_bf16_to_f32(xq->lo[t * xq->ldq + c])
+                size_t o = t * xq->ldq + c;
+                double x = split ? (double)gm_bf16_to_f32(xq->hi[o]) + gm_bf16_to_f32(xq->mid[o]) + gm_bf16_to_f32(xq->lo[o])
                                  : (double)xq->x[t * xq->ldx + c];
                 acc += (double)w[c] * x;
             }
@@ -87,7 +89,7 @@ static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_
 }
 
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    if (P->kind == GM_PK_BF16) {
+    if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
         bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
         return;
     }

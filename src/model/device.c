@@ -45,9 +45,10 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.s = malloc(nblk * sizeof(float));
     d->xq.qs = malloc(4 * nblk * sizeof(int32_t));
     d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->xq.mid = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
     d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
-    d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 2 * nh * sizeof(uint16_t);
-    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.lo) {
+    d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
+    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -70,6 +71,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.s);
     free(d->xq.qs);
     free(d->xq.hi);
+    free(d->xq.mid);
     free(d->xq.lo);
     memset(d, 0, sizeof *d);
 }
@@ -166,7 +168,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
         if (m->packed.data) {
             tk.xq.q += m->lo, tk.xq.q2 += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
             tk.xq.qs += m->lo / 8;
-            tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.lo += m->lo;
+            tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
             for (int t = 0; t < T; t++)
@@ -212,8 +214,12 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
         fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
     }
     size_t C = (size_t)ms[0]->full_cols;
-    if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, T > 1 && gm_packed_bf16_amx(), &d->xq);
-    if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
+    if (T > 1 && (quant || bf16) && gm_packed_amx_matmul()) {
+        gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
+    } else {
+        if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq);
+        if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
+    }
     mm_task tasks[4];
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
