@@ -127,6 +127,8 @@ static const gm_packed_ops *packed_ops(void) {
     return g_packed;
 }
 
+const gm_packed_ops *gm_packed_ops_chosen(void) { return packed_ops(); }
+
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     packed_ops()->quantize_x(x, ldx, T, cols, xq);
 }

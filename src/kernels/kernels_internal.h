@@ -21,6 +21,9 @@ typedef struct gm_kernel_ops {
 /* The packed-weight kernels (packed.h) of one instruction set. */
 typedef struct gm_packed_ops {
     void (*quantize_x)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+    /* rows t < T of x into hi / mid / lo (row stride cols) and their 32-value sums (row stride cols / 32);
+     * rows T .. Tpad - 1 of hi / mid / lo zero */
+    void (*split_bf16)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
     void (*matvec)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
     void (*matmul)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 } gm_packed_ops;
@@ -71,6 +74,9 @@ void gm_matmul_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, 
                    size_t T, float *Y, size_t ldy);
 
 void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_split_bf16_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+const gm_packed_ops *gm_packed_ops_chosen(void);
 /* Code of pair p, lane i of a packed tile (pack.c). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i);
 void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);

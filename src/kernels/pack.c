@@ -368,23 +368,9 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
 
 /* x = hi + mid + lo in bf16, each rounded to nearest even: hi = bf16(x), mid = bf16(x - hi),
  * lo = bf16(x - hi - mid) (both differences are exact in f32; 8 + 8 + 8 bits cover an f32's 24) */
-void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
-    xq->x = x;
-    xq->ldx = ldx;
-    xq->cols = cols;
-    xq->ldq = cols;
-    xq->ldd = cols / 32;
-    xq->split = split && xq->hi && xq->mid && xq->lo && xq->s;
-    if (!xq->split) return;
-    /* the 32-value sums, for the "+ m * sum(x)" terms of the quantized kinds */
-    for (size_t t = 0; t < T; t++)
-        for (size_t b = 0; b < cols / 32; b++) {
-            float sum = 0;
-            for (int i = 0; i < 32; i++) sum += x[t * ldx + 32 * b + (size_t)i];
-            xq->s[t * xq->ldd + b] = sum;
-        }
+void gm_split_bf16_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     size_t Tpad = (T + 15) / 16 * 16;
-    for (size_t t = 0; t < Tpad; t++)
+    for (size_t t = 0; t < Tpad; t++) {
         for (size_t c = 0; c < cols; c++) {
             float v = t < T ? x[t * ldx + c] : 0.0f;
             uint16_t h = gm_f32_to_bf16(v);
@@ -394,4 +380,21 @@ void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool s
             xq->mid[t * cols + c] = m;
             xq->lo[t * cols + c] = gm_f32_to_bf16(r - gm_bf16_to_f32(m));
         }
+        /* the 32-value sums, for the "+ m * sum(x)" terms of the quantized kinds */
+        for (size_t b = 0; t < T && b < cols / 32; b++) {
+            float sum = 0;
+            for (int i = 0; i < 32; i++) sum += x[t * ldx + 32 * b + (size_t)i];
+            xq->s[t * (cols / 32) + b] = sum;
+        }
+    }
+}
+
+void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
+    xq->x = x;
+    xq->ldx = ldx;
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = cols / 32;
+    xq->split = split && xq->hi && xq->mid && xq->lo && xq->s;
+    if (xq->split) gm_packed_ops_chosen()->split_bf16(x, ldx, T, cols, xq);
 }

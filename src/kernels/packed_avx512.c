@@ -2,6 +2,7 @@
  * int32 dot products, vpdpwssd multiplies a 16-row x 2-column slice of codes (sign-extended to
  * int16) by one broadcast int16 input pair, and each tile's scale is applied once per 16 rows. */
 #include <math.h>
+#include <string.h>
 
 #include "kernels/kernels_internal.h"
 #include "kernels/packed.h"
@@ -50,6 +51,36 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
             xq->d[k] = dd;
             xq->s[k] = dd * ((float)(s0 + s1) + (float)(s2 + s3) * 0x1p-15f);
             xq->qs[4 * k] = s0, xq->qs[4 * k + 1] = s1, xq->qs[4 * k + 2] = s2, xq->qs[4 * k + 3] = s3;
+        }
+    }
+}
+
+/* x = hi + mid + lo in bf16 (round to nearest even, as gm_split_bf16_ref), and the 32-value sums */
+void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    size_t Tpad = (T + 15) / 16 * 16;
+    for (size_t t = 0; t < Tpad; t++) {
+        uint16_t *hi = xq->hi + t * cols, *mid = xq->mid + t * cols, *lo = xq->lo + t * cols;
+        if (t >= T) {
+            memset(hi, 0, cols * 2), memset(mid, 0, cols * 2), memset(lo, 0, cols * 2);
+            continue;
+        }
+        const float *xt = x + t * ldx;
+        for (size_t c = 0; c < cols; c += 16) {
+            __mmask16 m = cols - c >= 16 ? 0xffff : (__mmask16)((1u << (cols - c)) - 1);
+            __m512 v = _mm512_maskz_loadu_ps(m, xt + c);
+            __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+            __m512 r = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+            __m256i md = (__m256i)_mm512_cvtneps_pbh(r);
+            __m512 r2 = _mm512_sub_ps(r, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(md), 16)));
+            __m256i l = (__m256i)_mm512_cvtneps_pbh(r2);
+            _mm256_mask_storeu_epi16(hi + c, m, h);
+            _mm256_mask_storeu_epi16(mid + c, m, md);
+            _mm256_mask_storeu_epi16(lo + c, m, l);
+        }
+        for (size_t b = 0; b < cols / 32; b++) {
+            float sum = 0; /* sequential, as the reference */
+            for (int i = 0; i < 32; i++) sum += xt[32 * b + (size_t)i];
+            xq->s[t * (cols / 32) + b] = sum;
         }
     }
 }
@@ -321,4 +352,5 @@ void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
     quantize_x_avx512(x, ldx, T, cols, xq);
 }
 
-const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, packed_matvec_avx512, gm_packed_matmul_avx512};
+const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
+                                        gm_packed_matmul_avx512};

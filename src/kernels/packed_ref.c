@@ -109,4 +109,4 @@ void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
     gm_packed_matmul_ref(P, r0, r1, xq, 1, y, 0);
 }
 
-const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_packed_matvec_ref, gm_packed_matmul_ref};
+const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref};

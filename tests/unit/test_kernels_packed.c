@@ -173,6 +173,33 @@ static void test_quantize(const gm_packed_ops *ops, const char *name) {
     free(x);
 }
 
+/* the bf16 split of every path is the reference's, and hi + mid + lo is x exactly */
+static void test_split(const gm_packed_ops *ops, const char *name) {
+    const size_t T = 19, cols = 96, ldx = 101;
+    float *x = malloc(T * ldx * sizeof *x);
+    for (size_t i = 0; i < T * ldx; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 30) - 15);
+    gm_xq a, b;
+    xq_alloc(&a, T, cols);
+    xq_alloc(&b, T, cols);
+    gm_split_bf16_ref(x, ldx, T, cols, &a);
+    ops->split_bf16(x, ldx, T, cols, &b);
+    size_t n = (T + 15) / 16 * 16 * cols;
+    int bad = memcmp(a.hi, b.hi, n * 2) != 0 || memcmp(a.mid, b.mid, n * 2) != 0 || memcmp(a.lo, b.lo, n * 2) != 0 ||
+              memcmp(a.s, b.s, T * cols / 32 * 4) != 0;
+    CHECK(!bad, "%s: bf16 split differs from the reference", name);
+    int inexact = 0;
+    for (size_t t = 0; t < T; t++)
+        for (size_t c = 0; c < cols; c++) {
+            size_t o = t * cols + c;
+            double sum = (double)gm_bf16_to_f32(a.hi[o]) + gm_bf16_to_f32(a.mid[o]) + gm_bf16_to_f32(a.lo[o]);
+            inexact += sum != (double)x[t * ldx + c];
+        }
+    CHECK(inexact == 0, "%s: %d values are not hi + mid + lo exactly", name, inexact);
+    xq_free(&a);
+    xq_free(&b);
+    free(x);
+}
+
 /* sum_c |w_rc xhat_c| for the tolerance */
 static double abs_dot(const gm_packed *P, size_t r, const gm_xq *xq, size_t t) {
     float *w = malloc(P->cols * sizeof *w);
@@ -338,6 +365,7 @@ int main(void) {
         test_quantize(ops, isas[ii]);
         test_special_inputs(ops, isas[ii]);
         test_view(ops, isas[ii]);
+        test_split(ops, isas[ii]);
         for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
             gm_dtype t = qtypes[ti];
             size_t blk = gm_dtype_get(t)->block;
