@@ -187,7 +187,6 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
-            prefetch_ahead(t, (int)tb);
             tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
@@ -201,7 +200,6 @@ static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *x
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 l0 = _mm256_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
         for (size_t b = 0; b < tiles; b++, t += 1024) {
-            prefetch_ahead(t, 1024);
             const float *x = xq->x + 32 * b;
             for (int q = 0; q < 16; q++) {
                 __m256i lo = _mm256_load_si256((const __m256i *)(t + 64 * q)), hi = _mm256_load_si256((const __m256i *)(t + 64 * q + 32));

@@ -183,7 +183,8 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
-            prefetch_ahead(t, (int)(2 * tb));
+            /* no software prefetch: a panel is one contiguous stream, which the hardware prefetcher
+             * follows best (measured: prefetching 4 KiB ahead cut DRAM-bound Q8_0 from 12 to 9 GB/s) */
             acc0 = tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
             acc1 = tile_apply(K, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1],
                               xq->qs + 4 * b + 4, acc1);
@@ -208,7 +209,6 @@ static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *x
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (size_t b = 0; b < tiles; b++, t += 1024) {
-            prefetch_ahead(t, 1024);
             const float *x = xq->x + 32 * b;
 #pragma GCC unroll 8
             for (int q = 0; q < 16; q += 2) {
