@@ -124,33 +124,51 @@ typedef struct mm_task {
 typedef struct mm_job {
     const mm_task *tasks;
     int n, T;
+    int first[5]; /* chunks of task k: [first[k], first[k+1]) */
 } mm_job;
 
-/* Every task is split over the device's threads: packed ones at panel (16-row) boundaries. */
-static void mm_worker(void *ctx, int i, int n) {
+/* Chunk c of the job: an even share of its task's rows (packed: whole 16-row panels). Threads claim
+ * chunks as they come (gm_pool_run_chunks), a few per thread, so a thread another process delays
+ * does not hold up the others. */
+static void mm_chunk(void *ctx, int c, int slot) {
+    (void)slot;
     const mm_job *j = ctx;
-    for (int k = 0; k < j->n; k++) {
-        const mm_task *tk = &j->tasks[k];
-        const gm_matrix *m = tk->m;
-        size_t lo, hi;
-        if (m->packed.data) {
-            size_t p0 = tk->r0 / GM_PANEL_ROWS, p1 = (tk->r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
-            gm_split_range(p1 - p0, n, i, 1, &lo, &hi);
-            size_t a = (p0 + lo) * GM_PANEL_ROWS, b = (p0 + hi) * GM_PANEL_ROWS;
-            if (a < tk->r0) a = tk->r0;
-            if (b > tk->r1) b = tk->r1;
-            if (b <= a) continue;
-            float *Y = tk->Y + (a - tk->r0);
-            if (j->T == 1) gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
-            else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
-            continue;
-        }
-        gm_split_range(tk->r1 - tk->r0, n, i, 4, &lo, &hi);
-        if (hi <= lo) continue;
-        const uint8_t *W = (const uint8_t *)m->data + (tk->r0 + lo) * m->row_bytes;
-        if (j->T == 1) gm_matvec(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, tk->Y + lo);
-        else gm_matmul(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, (size_t)j->T, tk->Y + lo, tk->ldy);
+    int k = 0;
+    while (c >= j->first[k + 1]) k++;
+    const mm_task *tk = &j->tasks[k];
+    const gm_matrix *m = tk->m;
+    int part = c - j->first[k], parts = j->first[k + 1] - j->first[k];
+    size_t lo, hi;
+    if (m->packed.data) {
+        size_t p0 = tk->r0 / GM_PANEL_ROWS, p1 = (tk->r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
+        gm_split_range(p1 - p0, parts, part, 1, &lo, &hi);
+        size_t a = (p0 + lo) * GM_PANEL_ROWS, b = (p0 + hi) * GM_PANEL_ROWS;
+        if (a < tk->r0) a = tk->r0;
+        if (b > tk->r1) b = tk->r1;
+        if (b <= a) return;
+        float *Y = tk->Y + (a - tk->r0);
+        if (j->T == 1) gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
+        else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
+        return;
     }
+    gm_split_range(tk->r1 - tk->r0, parts, part, 4, &lo, &hi);
+    if (hi <= lo) return;
+    const uint8_t *W = (const uint8_t *)m->data + (tk->r0 + lo) * m->row_bytes;
+    if (j->T == 1) gm_matvec(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, tk->Y + lo);
+    else gm_matmul(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, (size_t)j->T, tk->Y + lo, tk->ldy);
+}
+
+/* Run the tasks on the device's threads: each in up to 4 chunks per thread (none with 1 thread). */
+static void run_tasks(gm_device *d, const mm_task *tasks, int n, int T) {
+    mm_job j = {tasks, n, T, {0}};
+    int threads = gm_pool_size(d->pool);
+    for (int k = 0; k < n; k++) {
+        const mm_task *tk = &tasks[k];
+        size_t units = tk->m->packed.data ? (tk->r1 - tk->r0 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS + 1 : (tk->r1 - tk->r0 + 3) / 4;
+        size_t want = threads == 1 ? 1 : 4 * (size_t)threads;
+        j.first[k + 1] = j.first[k] + (int)(units < want ? (units ? units : 1) : want);
+    }
+    gm_pool_run_chunks(d->pool, mm_chunk, &j, j.first[n]);
 }
 
 /* Row outputs that need a device-major staging area (T > 1, rows split over several devices). */
@@ -223,15 +241,13 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
     mm_task tasks[4];
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
-        mm_job j = {tasks, n, T};
-        gm_pool_run(d->pool, mm_worker, &j);
+        run_tasks(d, tasks, n, T);
         for (int i = 0; i < n; i++) GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
         return GM_OK;
     }
     for (int i = 0; i < n; i++) {
         tasks[0] = linear_task(d, ms[i], X, T, Ys[i]);
-        mm_job j = {tasks, 1, T};
-        gm_pool_run(d->pool, mm_worker, &j);
+        run_tasks(d, tasks, 1, T);
         GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
     }
     return GM_OK;
@@ -293,18 +309,17 @@ typedef struct attn_job {
     int T, rows; /* rows: query heads per piece of work (<= 4, <= heads per kv head) */
 } attn_job;
 
-/* Work = (token t, kv head, run of up to 4 of its query heads): the heads of a run share every key
+/* Chunk = (token t, kv head, run of up to 4 of its query heads): the heads of a run share every key
  * and value read of that token's cache. */
-static void attn_worker(void *ctx, int i, int n) {
+static void attn_chunk(void *ctx, int chunk, int slot) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
     int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads, K = c->n_kv_heads;
     size_t KH = (size_t)K * (size_t)H, NH = (size_t)N * (size_t)H;
-    float *scores = j->d->scores + (size_t)i * 4 * (size_t)j->d->cache_length;
+    float *scores = j->d->scores + (size_t)slot * 4 * (size_t)j->d->cache_length;
     int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
-    size_t lo, hi;
-    gm_split_range((size_t)j->T * (size_t)K * (size_t)runs, n, i, 1, &lo, &hi);
-    for (size_t job = lo; job < hi; job++) {
+    {
+        size_t job = (size_t)chunk;
         int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
         int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
         int p = j->d->tok_pos[t];
@@ -394,7 +409,7 @@ static gm_status layer_forward(gm_device *d, int l, int T) {
     int G = c->n_heads / c->n_kv_heads, threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
     rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
     attn_job aj = {d, l, global, T, rows < G ? rows : G};
-    gm_pool_run(d->pool, attn_worker, &aj);
+    gm_pool_run_chunks(d->pool, attn_chunk, &aj, T * (int)K * ((G + aj.rows - 1) / aj.rows));
     GM_TRY(proj(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 

@@ -65,7 +65,7 @@ static uint8_t *random_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb)
 static gm_packed pack_all(gm_dtype t, const uint8_t *w, size_t rb, size_t rows, size_t cols) {
     gm_packed P;
     gm_pack_describe(t, rows, cols, &P);
-    P.data = aligned_alloc(64, gm_packed_bytes(t, rows, cols));
+    P.data = aligned_alloc(64, (gm_packed_bytes(t, rows, cols) + 63) / 64 * 64);
     gm_pack_rows(&P, w, rb, 0, rows);
     return P;
 }
@@ -129,7 +129,7 @@ static void test_pack_lossless(gm_dtype t, size_t rows, size_t cols) {
     /* two row ranges (split at a panel boundary) give the same bytes */
     gm_packed Q = P;
     size_t bytes = gm_packed_bytes(t, rows, cols);
-    Q.data = aligned_alloc(64, bytes);
+    Q.data = aligned_alloc(64, (bytes + 63) / 64 * 64);
     memset(Q.data, 0xa5, bytes);
     size_t mid = rows / 2 / 16 * 16;
     gm_pack_rows(&Q, w + mid * rb, rb, mid, rows);
