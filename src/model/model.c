@@ -1,10 +1,13 @@
 /* Loading a model onto a mesh: MPI ranks x in-process devices, each device reading its own slices. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/model_internal.h"
 #include "model/config.h"
+#include "shard/plan_report.h"
 
 void gm_load_options_default(gm_load_options *o) {
     memset(o, 0, sizeof *o);
@@ -22,19 +25,66 @@ static bool launched_by_mpirun(void) {
 typedef struct load_job {
     gm_model *m;
     gm_status st[GM_MAX_DEVICES];
-    char err[GM_MAX_DEVICES][256];
+    char err[GM_MAX_DEVICES][512];
 } load_job;
+
+/* Bytes of weights global device `dev` holds under the model's plan. */
+static uint64_t device_weight_bytes(const gm_model *m, int dev) {
+    uint64_t sum = 0;
+    int total = gm_comm_devices(m->comm);
+    for (size_t t = 0; t < gm_source_tensor_count(m->src); t++) {
+        gm_tensor_plan plan;
+        uint64_t b = 0;
+        if (gm_plan_slice_bytes(&m->cfg, gm_source_tensor_at(m->src, t), m->sharding, total, dev, &plan, &b) == GM_OK)
+            sum += b;
+    }
+    return sum;
+}
 
 static void load_worker(void *ctx, int i, int n) {
     (void)n;
     load_job *j = ctx;
     gm_model *m = j->m;
     int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
-    gm_status st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
-                                  m->opt.cache_length);
-    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, &m->dev[i].w);
+    /* weights first: they check every shape against the config, so a config with absurd sizes (that the
+     * file's tensors do not back) is refused before activations are sized from it. Loading (copying out
+     * of the page cache, first touch, packing) uses every core when this process has one device. */
+    gm_device_weights w;
+    memset(&w, 0, sizeof w);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int loaders = m->n_local == 1 && cpus > m->opt.threads_per_device ? (cpus > 64 ? 64 : (int)cpus)
+                                                                       : m->opt.threads_per_device;
+    gm_pool *loader = NULL;
+    gm_status st = gm_pool_create(loaders, &loader);
+    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
+    gm_pool_free(loader);
+    if (st == GM_OK) {
+        st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
+                            m->opt.cache_length);
+        if (st == GM_OK) m->dev[i].w = w;
+    }
+    if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
-    if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+    if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
+        snprintf(j->err[i], sizeof j->err[i], "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all",
+                 gm_last_error(), global, (unsigned long long)device_weight_bytes(m, global),
+                 device_weight_bytes(m, global) / 1048576.0);
+    else if (st != GM_OK)
+        snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+}
+
+/* The tokenizer must fit the embedding (it may be smaller: multimodal checkpoints have 262208 rows for
+ * 262144 tokens); the chat markers come from the tokenizer when it has them. */
+static gm_status check_tokenizer(gm_model *m, const char *path) {
+    if (!m->tok) return GM_OK;
+    int V = gm_tokenizer_vocab_size(m->tok);
+    if (V > m->cfg.vocab_size)
+        return gm_fail(GM_ERR_FORMAT, "%s: the tokenizer has %d tokens but the embedding has only %d rows (vocab_size): "
+                       "tokenizer and weights do not belong together", path, V, m->cfg.vocab_size);
+    int32_t sot = gm_tokenizer_find(m->tok, "<start_of_turn>"), eot = gm_tokenizer_find(m->tok, "<end_of_turn>");
+    if (sot >= 0) m->cfg.start_of_turn_id = sot;
+    if (eot >= 0) m->cfg.end_of_turn_id = eot;
+    return GM_OK;
 }
 
 /* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
@@ -62,8 +112,22 @@ static gm_status check_ranks_agree(gm_model *m) {
     return GM_OK;
 }
 
+typedef struct tok_job {
+    const char *path;
+    gm_tokenizer *tok;
+} tok_job;
+
+static void *tokenizer_thread(void *arg) {
+    tok_job *t = arg;
+    if (gm_tokenizer_load(t->path, &t->tok) != GM_OK) t->tok = NULL;
+    return NULL;
+}
+
 gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_model **out) {
     *out = NULL;
+    tok_job tok = {NULL, NULL};
+    pthread_t tok_thread;
+    bool tok_started = false;
     gm_load_options opt;
     if (opt_in) opt = *opt_in;
     else gm_load_options_default(&opt);
@@ -88,10 +152,16 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         int total = m->n_ranks * opt.devices;
         m->sharding = opt.sharding == GM_SHARDING_AUTO ? (total > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED)
                                                         : opt.sharding;
-        /* only rank 0 tokenizes; the others follow its token ids */
-        if (m->rank == 0 && gm_tokenizer_load(path, &m->tok) != GM_OK) m->tok = NULL;
+        /* only rank 0 tokenizes; the others follow its token ids. The tokenizer is built by its own
+         * thread while the weights load (it reads the file on its own). */
+        if (m->rank == 0) {
+            tok.path = path;
+            tok_started = pthread_create(&tok_thread, NULL, tokenizer_thread, &tok) == 0;
+            if (!tok_started) tokenizer_thread(&tok);
+        }
         st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
         gm_source_release_tokenizer_arrays(m->src);
+        if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0; a failure there aborts the job (CLI) */
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
@@ -112,6 +182,8 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
             free(j);
         }
     }
+    if (tok_started) pthread_join(tok_thread, NULL);
+    m->tok = tok.tok;
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
     if (st != GM_OK) {
         gm_model_free(m);

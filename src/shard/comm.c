@@ -1,4 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
+#include "base/clock.h"
 #include "shard/comm.h"
 
 #include <stdlib.h>
@@ -17,12 +18,6 @@ struct gm_comm {
     gm_comm_stats stats; /* updated by local device 0 only */
     int shared_failed;   /* reduce-scatter: device 0 could not size the shared scratch */
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out) {
     *out = NULL;
@@ -70,7 +65,7 @@ static void account(gm_comm *c, int local, double bytes, double t0) {
     if (local != 0) return;
     c->stats.calls++;
     c->stats.bytes += (uint64_t)bytes;
-    c->stats.seconds += now_s() - t0;
+    c->stats.seconds += gm_now_seconds() - t0;
 }
 
 gm_status gm_comm_barrier(gm_comm *c, int local) {
@@ -83,7 +78,7 @@ gm_status gm_comm_barrier(gm_comm *c, int local) {
 gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     if (c->n_local > 1) {
         if (c->scratch_cap[local] < n) {
@@ -124,7 +119,7 @@ gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
 gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     int base = c->rank * c->n_local;
     if (c->n_local > 1) {
@@ -160,7 +155,7 @@ gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *of
 gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t *off) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     int base = c->rank * c->n_local;
     size_t total = off[P];
@@ -218,7 +213,7 @@ gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t
 
 gm_status gm_comm_broadcast(gm_comm *c, int local, void *buf, size_t n) {
     if (gm_comm_devices(c) == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     if (c->n_ranks > 1 && local == 0) st = gm_mpi_broadcast(buf, n);
     c->slots[local] = buf;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/threads.h"
 #include "kernels/matvec.h"
 #include "train/trainer_internal.h"
@@ -22,12 +23,6 @@ void gm_train_options_default(gm_train_options *o) {
     o->beta2 = 0.999;
     o->eps = 1e-8;
     o->seed = 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static bool launched_by_mpirun(void) {
@@ -551,7 +546,7 @@ static gm_status run_step(gm_trainer *t, const gm_train_example *batch, int n, i
 }
 
 gm_status gm_trainer_step(gm_trainer *t, const gm_train_example *batch, int n, gm_train_stats *stats) {
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     step_job j;
     int64_t count, tokens;
     GM_TRY(run_step(t, batch, n, 0, &j, &count, &tokens));
@@ -562,7 +557,7 @@ gm_status gm_trainer_step(gm_trainer *t, const gm_train_example *batch, int n, g
         stats->grad_norm = j.grad_norm;
         stats->tokens = tokens;
         stats->loss_tokens = count;
-        stats->seconds = now_s() - t0;
+        stats->seconds = gm_now_seconds() - t0;
     }
     return GM_OK;
 }
