@@ -161,7 +161,6 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         }
         st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
         gm_source_release_tokenizer_arrays(m->src);
-        if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0; a failure there aborts the job (CLI) */
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
@@ -184,6 +183,7 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     }
     if (tok_started) pthread_join(tok_thread, NULL);
     m->tok = tok.tok;
+    if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0 only; a failure there aborts the job (CLI) */
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
     if (st != GM_OK) {
         gm_model_free(m);
