@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "base/threads.h"
 #include "kernels/matvec.h"
@@ -96,38 +95,12 @@ typedef struct pack_job {
     char err[256][160];
 } pack_job;
 
-/* Rows [r0, r1) of a row-split (or whole) tensor of a GGUF file mapped read-only, populated: packing
- * then reads the page cache directly, without the copy a read makes. NULL when not possible (the
- * caller reads instead); *base / *len are what to unmap. */
-static const uint8_t *map_rows(const gm_source *src, const gm_tensor_info *t, const gm_matrix *m, size_t r0, size_t r1,
-                               void **base, size_t *len) {
-    const gm_gguf *g = gm_source_gguf(src);
-    if (!g || m->plan.split == GM_SPLIT_COLS || r1 <= r0) return NULL;
-    uint64_t off = t->offset + (m->lo + r0) * t->row_bytes, n = (r1 - r0) * t->row_bytes;
-    if (off > g->file.size || n > g->file.size - off) return NULL;
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = off / page * page;
-    *len = (size_t)(off + n - start);
-    void *p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, g->file.fd, (off_t)start);
-    if (p == MAP_FAILED) return NULL;
-    *base = p;
-    return (const uint8_t *)p + (off - start);
-}
-
 static void pack_worker(void *ctx, int i, int n) {
     pack_job *j = ctx;
     gm_matrix *m = j->m;
     size_t panels = ((size_t)m->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS, lo, hi;
     gm_split_range(panels, n, i, 1, &lo, &hi);
     size_t r_end = hi * GM_PANEL_ROWS < m->rows ? hi * GM_PANEL_ROWS : (size_t)m->rows;
-    void *base = NULL;
-    size_t len = 0;
-    const uint8_t *mapped = map_rows(j->src, j->t, m, lo * GM_PANEL_ROWS, r_end, &base, &len);
-    if (mapped) {
-        gm_pack_rows(&m->packed, mapped, m->row_bytes, lo * GM_PANEL_ROWS, r_end);
-        munmap(base, len);
-        if (i < 256) j->st[i] = GM_OK;
-        return;
-    }
     size_t chunk = (1u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
     if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
     uint8_t *stage = malloc(chunk * m->row_bytes);
