@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "cli.h"
 #include "kernels/matvec.h"
 #include "kernels/packed.h"
@@ -33,12 +34,6 @@ static const char *HELP_TAIL =
     "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
     "tied embedding as the output projection; in the packed layout the kernels read, see\n"
     "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Bytes of K and V that attention reads for one token at position pos, all layers (every device
  * computes every head, so each reads the whole cache). */
@@ -87,11 +82,11 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
-    double t_load = now_s();
+    double t_load = gm_now_seconds();
     gm_model *m;
     int code = 0;
     if (cli_load_model("bench", &mf, &m, &code) != 0) return code;
-    t_load = now_s() - t_load;
+    t_load = gm_now_seconds() - t_load;
     const gm_config *c = gm_model_config(m);
     int V = c->vocab_size;
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -110,26 +105,26 @@ int cmd_bench(int argc, char **argv) {
         prompt[i] = (int32_t)(300 + (x >> 8) % 20000 % (uint32_t)(V > 400 ? V - 300 : 1));
     }
     uint64_t kv_bytes = 0;
-    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0;
+    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0, comm_s_per_tok = 0;
     gm_status st = GM_OK;
     for (long rep = 0; rep < reps && st == GM_OK; rep++) {
         gm_session *s;
         st = gm_session_new(m, &s);
         if (st != GM_OK) break;
-        double t0 = now_s();
+        double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
         int32_t tok = argmax(logits, V);
-        double t_prefill = now_s() - t0;
+        double t_prefill = gm_now_seconds() - t0;
         gm_model_reset_comm_counters(m);
-        t0 = now_s();
+        t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
             tok = argmax(logits, V);
         }
-        double t_decode = now_s() - t0;
+        double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
         kv_bytes = gm_session_kv_bytes(s);
-        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
+        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G, comm_s_per_tok = cc.seconds / (double)G;
         gm_session_free(s);
         if (t_prefill < best_prefill) best_prefill = t_prefill;
         if (t_decode < best_decode) best_decode = t_decode;
@@ -162,6 +157,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
             cJSON_AddNumberToObject(o, "bytes_read_per_token", read_per_tok);
             cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
+            cJSON_AddNumberToObject(o, "comm_seconds_per_token", comm_s_per_tok);
             cJSON_AddNumberToObject(o, "weight_bytes_this_rank", (double)gm_model_weight_bytes(m));
             cJSON_AddNumberToObject(o, "kv_bytes_this_rank", (double)kv_bytes);
             cJSON_AddNumberToObject(o, "activation_bytes_this_rank", (double)gm_model_activation_bytes(m));
@@ -187,7 +183,8 @@ int cmd_bench(int argc, char **argv) {
             printf("reads        %.1f MB per decoded token (weights %.1f MB, KV cache %.2f MB); %.1f GB/s at this decode speed\n",
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
             printf("kernels      %s\n", cli_kernels_desc());
-            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device)\n", comm_per_tok);
+            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
+                   comm_per_tok, comm_s_per_tok * 1000);
         }
     }
     free(logits);

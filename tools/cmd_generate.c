@@ -112,6 +112,7 @@ static int parse(const char *cmd, int argc, char **argv, gen_flags *f) {
 }
 
 static void report(const char *cmd, const gm_generate_result *r, bool verbose) {
+    if (r->stop == GM_STOP_INTERRUPTED) fprintf(stderr, "gemma %s: interrupted after %d tokens\n", cmd, r->n_generated);
     if (r->stop == GM_STOP_CACHE_FULL)
         fprintf(stderr, "\ngemma %s: the KV cache is full: the answer was cut after %d tokens; start a new conversation "
                         "or raise --cache-length\n", cmd, r->n_generated);
@@ -315,6 +316,10 @@ static int run(const char *cmd, int argc, char **argv) {
                 if (code) break;
             }
             free(line);
+            if (cli_interrupted && code == 0) { /* Ctrl-C at the prompt ends the session like ^C in a shell */
+                fprintf(stderr, "gemma %s: interrupted\n", cmd);
+                code = 130;
+            }
         }
         gm_chat_free(chat);
     }

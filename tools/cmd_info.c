@@ -1,19 +1,40 @@
 /* gemma info: config, every tensor (type, shape, bytes), special tokens, totals. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "io/source.h"
+#include "model/check.h"
 #include "model/config.h"
 #include "shard/plan_report.h"
 
 static const char *HELP =
-    "usage: gemma info -m MODEL [--devices N] [--sharding fsdp|tp|replicated] [--json]\n"
+    "usage: gemma info -m MODEL [--devices N] [--sharding fsdp|tp|replicated] [--json] [--check]\n"
     "  -m, --model PATH   GGUF file or Hugging Face model folder\n"
     "  --devices N        show the sharding plan over N devices (all ranks x devices per rank)\n"
     "  --sharding RULE    fsdp (default for N > 1), tp or replicated\n"
-    "  --json             one JSON document on stdout\n";
+    "  --json             one JSON document on stdout\n"
+    "  --check            instead: read every tensor, dequantized, and report the first NaN or infinity\n"
+    "                     (tensor name and element index); exit 1 if there is one\n";
+
+/* --check: exit 0 when every weight is finite, 1 (naming tensor and element) when one is not. */
+static int check_weights(const char *model, gm_source *src) {
+    gm_nonfinite hit;
+    gm_status st = gm_source_check_finite(src, &hit);
+    gm_source_close(src);
+    if (st != GM_OK) return cli_error("info", "%s", gm_last_error());
+    if (hit.found)
+        return cli_error("info", "%s: tensor '%s' holds %s at element %llu (row %llu, column %llu); the weights are "
+                         "corrupt (checked %llu tensors before it)",
+                         model, hit.tensor, isnan(hit.value) ? "NaN" : hit.value > 0 ? "+inf" : "-inf",
+                         (unsigned long long)hit.index, (unsigned long long)hit.row, (unsigned long long)hit.col,
+                         (unsigned long long)hit.tensors_scanned);
+    printf("check      %llu tensors, %llu values: all finite\n", (unsigned long long)hit.tensors_scanned,
+           (unsigned long long)hit.values_scanned);
+    return 0;
+}
 
 static void shape_str(const gm_tensor_info *t, char *buf, size_t n) {
     size_t used = 0;
@@ -54,7 +75,7 @@ static cJSON *config_json(const gm_config *c) {
 
 int cmd_info(int argc, char **argv) {
     const char *model = NULL;
-    bool json = false;
+    bool json = false, check = false;
     long devices = 1;
     gm_sharding rule = GM_SHARDING_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -67,6 +88,8 @@ int cmd_info(int argc, char **argv) {
             model = v;
         } else if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (!strcmp(argv[i], "--check")) {
+            check = true;
         } else if (cli_flag_value(argc, argv, &i, "--devices", NULL, &v)) {
             if (!cli_parse_int(v, 1, 256, &devices)) return cli_usage_error("info", "--devices wants an integer 1..256");
         } else if (cli_flag_value(argc, argv, &i, "--sharding", NULL, &v)) {
@@ -78,6 +101,7 @@ int cmd_info(int argc, char **argv) {
     if (!model) return cli_usage_error("info", "no model given (-m PATH)");
     gm_source *src;
     if (gm_source_open(model, &src) != GM_OK) return cli_error("info", "%s", gm_last_error());
+    if (check) return check_weights(model, src);
     const gm_config *c = gm_source_config(src);
     size_t n = gm_source_tensor_count(src);
     uint64_t total_bytes = 0, total_params = 0;

@@ -1,5 +1,6 @@
 #include "io/source_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@ gm_status gm_source_open(const char *path, gm_source **out) {
     *out = NULL;
     if (!path || !*path) return gm_fail(GM_ERR_ARG, "no model path given (-m PATH)");
     struct stat st;
-    if (stat(path, &st) != 0) return gm_fail(GM_ERR_IO, "%s: no such file or directory", path);
+    if (stat(path, &st) != 0) return gm_fail(GM_ERR_IO, "%s: cannot open the model: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return gm_hf_source_open(path, out);
     gm_source *s = calloc(1, sizeof *s);
     if (!s) return gm_fail(GM_ERR_NOMEM, "out of memory");

@@ -76,23 +76,33 @@ void gm_device_free(gm_device *d) {
     memset(d, 0, sizeof *d);
 }
 
+/* KV positions layer l keeps: cache_length on global layers, O(window) on local ones. */
+static int kv_slots(const gm_config *cfg, int l, int cache_length) {
+    if (!cfg->layer_is_global[l] && cfg->sliding_window > 0 && cfg->sliding_window + GM_PREFILL_CHUNK < cache_length)
+        return cfg->sliding_window + GM_PREFILL_CHUNK;
+    return cache_length;
+}
+
 gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length) {
     memset(kv, 0, sizeof *kv);
     kv->layers = calloc((size_t)cfg->n_layers, sizeof *kv->layers);
     if (!kv->layers) return gm_fail(GM_ERR_NOMEM, "out of memory for the KV cache");
     size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim;
+    uint64_t need = 0; /* the whole cache, for the message if an allocation fails */
+    for (int l = 0; l < cfg->n_layers; l++) need += 2 * (uint64_t)kv_slots(cfg, l, cache_length) * KH * sizeof(float);
     for (int l = 0; l < cfg->n_layers; l++) {
-        int slots = cache_length;
-        if (!cfg->layer_is_global[l] && cfg->sliding_window > 0 && cfg->sliding_window + GM_PREFILL_CHUNK < slots)
-            slots = cfg->sliding_window + GM_PREFILL_CHUNK; /* O(window) memory on local layers */
+        int slots = kv_slots(cfg, l, cache_length);
         gm_kv_layer *L = &kv->layers[l];
         L->slots = slots;
         L->k = malloc((size_t)slots * KH * sizeof(float));
         L->v = malloc((size_t)slots * KH * sizeof(float));
         if (!L->k || !L->v) {
             gm_kv_cache_free(kv, cfg->n_layers);
-            return gm_fail(GM_ERR_NOMEM, "cannot allocate the KV cache (%zu bytes for layer %d)",
-                           2 * (size_t)slots * KH * sizeof(float), l);
+            return gm_fail(GM_ERR_NOMEM,
+                           "out of memory: cannot allocate the KV cache (%zu bytes for layer %d; %llu bytes (%.1f MiB) "
+                           "for all %d layers at --cache-length %d): lower --cache-length",
+                           2 * (size_t)slots * KH * sizeof(float), l, (unsigned long long)need, need / 1048576.0,
+                           cfg->n_layers, cache_length);
         }
         kv->bytes += 2 * (uint64_t)slots * KH * sizeof(float);
     }

@@ -7,6 +7,7 @@
 
 #include "model/model_internal.h"
 #include "model/config.h"
+#include "shard/plan_report.h"
 
 void gm_load_options_default(gm_load_options *o) {
     memset(o, 0, sizeof *o);
@@ -24,26 +25,66 @@ static bool launched_by_mpirun(void) {
 typedef struct load_job {
     gm_model *m;
     gm_status st[GM_MAX_DEVICES];
-    char err[GM_MAX_DEVICES][256];
+    char err[GM_MAX_DEVICES][512];
 } load_job;
+
+/* Bytes of weights global device `dev` holds under the model's plan. */
+static uint64_t device_weight_bytes(const gm_model *m, int dev) {
+    uint64_t sum = 0;
+    int total = gm_comm_devices(m->comm);
+    for (size_t t = 0; t < gm_source_tensor_count(m->src); t++) {
+        gm_tensor_plan plan;
+        uint64_t b = 0;
+        if (gm_plan_slice_bytes(&m->cfg, gm_source_tensor_at(m->src, t), m->sharding, total, dev, &plan, &b) == GM_OK)
+            sum += b;
+    }
+    return sum;
+}
 
 static void load_worker(void *ctx, int i, int n) {
     (void)n;
     load_job *j = ctx;
     gm_model *m = j->m;
     int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
-    gm_status st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
-                                  m->opt.cache_length);
-    /* loading (copying out of the page cache, first touch, packing) uses every core when this process
-     * has one device: a loader pool for the duration, else the device's own threads */
-    gm_pool *loader = NULL;
+    /* weights first: they check every shape against the config, so a config with absurd sizes (that the
+     * file's tensors do not back) is refused before activations are sized from it. Loading (copying out
+     * of the page cache, first touch, packing) uses every core when this process has one device. */
+    gm_device_weights w;
+    memset(&w, 0, sizeof w);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (st == GM_OK && m->n_local == 1 && cpus > m->opt.threads_per_device)
-        if (gm_pool_create(cpus > 64 ? 64 : (int)cpus, &loader) != GM_OK) loader = NULL;
-    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, loader ? loader : m->dev[i].pool, &m->dev[i].w);
+    int loaders = m->n_local == 1 && cpus > m->opt.threads_per_device ? (cpus > 64 ? 64 : (int)cpus)
+                                                                       : m->opt.threads_per_device;
+    gm_pool *loader = NULL;
+    gm_status st = gm_pool_create(loaders, &loader);
+    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
     gm_pool_free(loader);
+    if (st == GM_OK) {
+        st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
+                            m->opt.cache_length);
+        if (st == GM_OK) m->dev[i].w = w;
+    }
+    if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
-    if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+    if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
+        snprintf(j->err[i], sizeof j->err[i], "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all",
+                 gm_last_error(), global, (unsigned long long)device_weight_bytes(m, global),
+                 device_weight_bytes(m, global) / 1048576.0);
+    else if (st != GM_OK)
+        snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+}
+
+/* The tokenizer must fit the embedding (it may be smaller: multimodal checkpoints have 262208 rows for
+ * 262144 tokens); the chat markers come from the tokenizer when it has them. */
+static gm_status check_tokenizer(gm_model *m, const char *path) {
+    if (!m->tok) return GM_OK;
+    int V = gm_tokenizer_vocab_size(m->tok);
+    if (V > m->cfg.vocab_size)
+        return gm_fail(GM_ERR_FORMAT, "%s: the tokenizer has %d tokens but the embedding has only %d rows (vocab_size): "
+                       "tokenizer and weights do not belong together", path, V, m->cfg.vocab_size);
+    int32_t sot = gm_tokenizer_find(m->tok, "<start_of_turn>"), eot = gm_tokenizer_find(m->tok, "<end_of_turn>");
+    if (sot >= 0) m->cfg.start_of_turn_id = sot;
+    if (eot >= 0) m->cfg.end_of_turn_id = eot;
+    return GM_OK;
 }
 
 /* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
@@ -142,6 +183,7 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     }
     if (tok_started) pthread_join(tok_thread, NULL);
     m->tok = tok.tok;
+    if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0 only; a failure there aborts the job (CLI) */
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
     if (st != GM_OK) {
         gm_model_free(m);

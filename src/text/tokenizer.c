@@ -1,5 +1,6 @@
 /* Public tokenizer API: loading (GGUF file, or a folder with tokenizer.json / tokenizer.model),
  * encode (added-token cut, ' ' -> U+2581, BPE; see tokenizer_internal.h) and decode. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ gm_status gm_tokenizer_load(const char *model_path, gm_tokenizer **out) {
     *out = NULL;
     if (!model_path) return gm_fail(GM_ERR_ARG, "gm_tokenizer_load: path is NULL");
     struct stat st;
-    if (stat(model_path, &st) != 0) return gm_fail(GM_ERR_IO, "%s: no such file or folder", model_path);
+    if (stat(model_path, &st) != 0) return gm_fail(GM_ERR_IO, "%s: cannot open: %s", model_path, strerror(errno));
     gm_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return gm_fail(GM_ERR_NOMEM, "gm_tokenizer_load: out of memory");
     gm_status s;

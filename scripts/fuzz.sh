@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (clang, -DGM_FUZZ=ON: ASan + UBSan + coverage) into build-fuzz and runs
+# each one, one after the other, for SECONDS on its committed seed corpus tests/fuzz/corpus/<name>/.
+# New interesting inputs go to a scratch folder (the committed corpus is not modified, unless
+# GM_FUZZ_CORPUS_OUT names a folder to keep them in); a crashing input is saved under
+# build-fuzz/artifacts/ and must become a regression test (copy it into tests/fuzz/corpus/<name>/ and
+# add a unit test naming the bug). Prints one line per harness: runs, seconds, coverage.
+#
+# usage: scripts/fuzz.sh [SECONDS per harness, default 30] [HARNESS...]   (default: every tests/fuzz/fuzz_*.c)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+secs=${1:-30}
+[ $# -gt 0 ] && shift
+if [ $# -gt 0 ]; then names=("$@"); else
+  names=()
+  for f in tests/fuzz/fuzz_*.c; do names+=("$(basename "$f" .c)"); done
+fi
+export GM_TEST_MODEL=${GM_TEST_MODEL:-$ROOT/models/gemma-3-270m-q4_k_m.gguf}
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGM_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DGM_TEST_MODEL="$GM_TEST_MODEL" >/dev/null || exit 1
+cmake --build build-fuzz -j"$(nproc)" >/dev/null || { cmake --build build-fuzz -j1; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p build-fuzz/artifacts
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=0
+for n in "${names[@]}"; do
+  out=${GM_FUZZ_CORPUS_OUT:+$GM_FUZZ_CORPUS_OUT/$n}
+  out=${out:-$work/$n}
+  mkdir -p "$out"
+  log=build-fuzz/artifacts/$n.log
+  t0=$(date +%s)
+  # -timeout: an input running 30 s is a hang; -rss_limit_mb: a leak or runaway allocation fails too
+  build-fuzz/"$n" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2560 -print_final_stats=1 \
+      -artifact_prefix=build-fuzz/artifacts/"$n"- "$out" tests/fuzz/corpus/"$n" >"$log" 2>&1
+  rc=$?
+  t1=$(date +%s)
+  runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  cov=$(grep -o 'DONE *cov: [0-9]* ft: [0-9]*' "$log" | tail -1 | sed 's/DONE *//')
+  if [ $rc -eq 0 ]; then
+    printf '%-22s ok    %8s runs in %4d s  %s\n' "$n" "$runs" $((t1 - t0)) "$cov"
+  else
+    printf '%-22s FAIL  (exit %d after %d s; log %s)\n' "$n" $rc $((t1 - t0)) "$log"
+    grep -E 'ERROR|SUMMARY|runtime error|property failed|Test unit written|fuzz_' "$log" | head -20
+    failed=1
+  fi
+done
+exit $failed
