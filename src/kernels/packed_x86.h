@@ -20,14 +20,15 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
     __m512i a = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
     __m512i b = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
     if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
-        const uint32_t *pl = (const uint32_t *)(t + 256);
-        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(16));
-        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(16));
+        /* kmovd from memory: a load, not a shuffle-port move */
+        __mmask32 *pl = (__mmask32 *)(t + 256);
+        a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(16));
+        b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(16));
     }
     if (K == GM_PK_N6) { /* bit 5: +32 */
-        const uint32_t *pl = (const uint32_t *)(t + 320);
-        a = _mm512_mask_add_epi16(a, (__mmask32)pl[g], a, _mm512_set1_epi16(32));
-        b = _mm512_mask_add_epi16(b, (__mmask32)pl[g + 8], b, _mm512_set1_epi16(32));
+        __mmask32 *pl = (__mmask32 *)(t + 320);
+        a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(32));
+        b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(32));
     }
     *wa = a;
     *wb = b;
