@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
 
 static double now(void) {
     struct timespec ts;
@@ -147,6 +148,68 @@ int main(int argc, char **argv) {
             printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
             fflush(stdout);
         }
+        /* the packed path (int16 activations): GB/s counts the bytes of the original GGUF matrix, so
+         * the columns compare with the rows above */
+        gm_packed P[2];
+        for (int si = 0; si < 2; si++) {
+            gm_pack_describe(t, shapes[si].rows, shapes[si].cols, &P[si]);
+            size_t pb = gm_packed_bytes(t, shapes[si].rows, shapes[si].cols);
+            P[si].data = pb && w[si] ? aligned_alloc(2u << 20, (pb + (2u << 20) - 1) / (2u << 20) * (2u << 20)) : NULL;
+            if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
+        }
+        gm_xq xq = {0};
+        xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
+        xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
+        xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
+        static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
+        for (int ii = 0; ii < 4 && P[1].data; ii++) {
+            const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
+            if (!pops || !listed(isa_arg, pisas[ii])) continue;
+            printf("%-6s %-7s", tname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
+            for (int si = 0; si < 2; si++) {
+                if (!P[si].data) {
+                    printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
+                    continue;
+                }
+                double best = 1e30, start = now();
+                int runs = 0;
+                do {
+                    double t0 = now();
+                    if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
+                    else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
+                    pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
+                    double dt = now() - t0;
+                    if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
+                    runs++;
+                } while (now() - start < min_time || runs < 2);
+                double bytes = (double)rb[si] * (double)shapes[si].rows;
+                printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
+                       (double)shapes[si].rows / best);
+            }
+            double best = 1e30, start = now();
+            int runs = 0;
+            do {
+                double t0 = now();
+                if (t == GM_BF16 || ii == 3) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
+                else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
+                pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
+                double dt = now() - t0;
+                best = dt < best ? dt : best;
+                runs++;
+            } while (now() - start < min_time || runs < 2);
+            printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+            fflush(stdout);
+        }
+        free(xq.q);
+        free(xq.q2);
+        free(xq.d);
+        free(xq.s);
+        free(xq.qs);
+        free(xq.hi);
+        free(xq.mid);
+        free(xq.lo);
+        free(P[0].data);
+        free(P[1].data);
         free(w[0]);
         free(w[1]);
     }

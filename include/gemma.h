@@ -284,7 +284,6 @@ gm_status gm_plot_logits_png(const char *path, const int32_t *ids, const char *c
 gm_status gm_plot_logits_text(const int32_t *ids, const char *const *labels, const double *probs, size_t n,
                               int bar_width, char **text);
 
-
 /* ---------------------------------------------------------------- batched prompts over devices (FIRST_DIM) */
 
 typedef struct gm_batch_options {
@@ -304,6 +303,113 @@ typedef struct gm_batch_row {
  * padded. Each row stops at <eos>, <end_of_turn>, max_new_tokens or a full cache. Rank 0 only (MPI). */
 gm_status gm_generate_batch(gm_model *m, const int32_t *const *prompts, const size_t *lens, size_t n,
                             const gm_batch_options *opt, gm_batch_row *rows);
+
+/* ================================================================ training (src/train/)
+ *
+ * Fine-tuning in f32 (master weights dequantized from any source type) with a hand-written backward,
+ * FSDP (ZeRO-3) over the in-process devices and MPI ranks of the mesh: each device holds 1/N of the
+ * weights, gradients and optimizer state; a layer's weights are all-gathered before its forward and
+ * again before its backward, its gradients reduce-scattered after; the batch is split by examples.
+ * Under mpirun EVERY rank makes the same calls with the same batches (SPMD); only rank 0 writes files. */
+
+typedef enum gm_optimizer { GM_OPT_ADAMW = 0, GM_OPT_ADAFACTOR } gm_optimizer;
+
+typedef struct gm_train_options {
+    int devices;              /* in-process devices (each a thread with its share of the state); default 1 */
+    int threads_per_device;   /* default 1 */
+    bool use_mpi;             /* join the MPI world when launched by mpirun (default true) */
+    int lora_rank;            /* 0: full fine-tuning; r > 0: adapters on q,k,v,o,gate,up,down, base frozen */
+    double lora_alpha;        /* adapters are scaled by alpha / rank; default 2 * rank (when 0) */
+    gm_optimizer optimizer;   /* default AdamW */
+    double lr;                /* default 1e-4 */
+    double beta1, beta2, eps; /* AdamW: 0.9, 0.999, 1e-8 (torch.optim.AdamW's defaults) */
+    double weight_decay;      /* AdamW, decoupled: default 0; norms decay towards 1 + 0 (their HF value w -> 0) */
+    double clip_norm;         /* clip the global gradient norm to this; 0 = off (default) */
+    uint64_t seed;            /* LoRA A initialisation */
+} gm_train_options;
+
+/* One training sequence: predicting tokens[i + 1] from tokens[0..i] counts where loss_mask[i] != 0. */
+typedef struct gm_train_example {
+    const int32_t *tokens;    /* [n], n >= 2 */
+    const uint8_t *loss_mask; /* [n - 1], NULL = every position */
+    int n;
+} gm_train_example;
+
+typedef struct gm_train_stats {
+    double loss;              /* masked mean cross-entropy of the batch, before the update */
+    double grad_norm;         /* global L2 norm of the gradient, before clipping */
+    int64_t tokens;           /* input positions of the batch */
+    int64_t loss_tokens;      /* positions that counted */
+    double seconds;
+} gm_train_stats;
+
+typedef struct gm_train_memory {
+    uint64_t params, grads, optimizer; /* this device's shards */
+    uint64_t gathered;                 /* full-size buffers for gathered weights and unreduced gradients */
+    uint64_t activations;              /* saved activations and scratch */
+    uint64_t total;
+} gm_train_memory;
+
+typedef struct gm_trainer gm_trainer;
+
+void gm_train_options_default(gm_train_options *o);
+/* Reads only this device's shards of each tensor (a GGUF file or a Hugging Face folder). */
+gm_status gm_trainer_create(const char *model_path, const gm_train_options *o, gm_trainer **out);
+void gm_trainer_free(gm_trainer *t);
+const gm_config *gm_trainer_config(const gm_trainer *t);
+const gm_tokenizer *gm_trainer_tokenizer(const gm_trainer *t); /* NULL when the model has none */
+int gm_trainer_devices(const gm_trainer *t);   /* the whole mesh */
+int gm_trainer_rank(const gm_trainer *t);
+int gm_trainer_ranks(const gm_trainer *t);
+int64_t gm_trainer_steps_done(const gm_trainer *t);
+int64_t gm_trainer_examples_seen(const gm_trainer *t); /* examples of the steps done (restored by resume) */
+/* Learning rate of the next steps (schedules); GM_ERR_ARG unless finite and >= 0. */
+gm_status gm_trainer_set_lr(gm_trainer *t, double lr);
+uint64_t gm_trainer_param_count(const gm_trainer *t, bool trainable_only);
+gm_train_memory gm_trainer_memory(const gm_trainer *t, int local_device);
+/* One optimizer step on a batch of n examples (split over the devices). GM_ERR_RANGE naming the step
+ * when the loss or the gradient is NaN/Inf: the weights and optimizer state are then left unchanged. */
+gm_status gm_trainer_step(gm_trainer *t, const gm_train_example *batch, int n, gm_train_stats *stats);
+/* Forward only: sum of -log p over the counted positions, and their number. */
+gm_status gm_trainer_eval(gm_trainer *t, const gm_train_example *batch, int n, double *loss_sum, int64_t *count);
+/* Checkpoint into dir (created if needed): config.json + model.safetensors in Hugging Face layout (norms
+ * stored as w, LoRA merged into the weights, f32) that gm_model_load reads, the tokenizer, and
+ * trainer_state.json + optimizer.safetensors (+ adapter.safetensors with LoRA) to resume from, on any
+ * device count. Each file is written to a temporary name and renamed; on error the previous checkpoint
+ * in dir is left as it was. */
+gm_status gm_trainer_save(gm_trainer *t, const char *dir);
+/* Continue from a checkpoint written by gm_trainer_save for the same model and options. */
+gm_status gm_trainer_resume(gm_trainer *t, const char *dir);
+
+/* ---- training data: JSONL, one example per line ----
+ *   {"prompt": "...", "response": "..."}  formatted like the seed's Seq2SeqTask:
+ *       <bos><start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n  (no loss) then
+ *       {response}<end_of_turn>                                                 (loss)
+ *   {"text": "..."}                       <bos>{text}, loss on every token
+ * Blank lines are ignored. A malformed line (not JSON, not an object, missing or non-string fields, nothing to
+ * learn) is reported as "FILE:LINE: why" through warn and skipped, or with strict makes the load fail with that
+ * message. Examples longer than seq_len tokens are cut to seq_len and counted; one left with no response token
+ * after the cut is reported and skipped (even with strict). */
+typedef struct gm_dataset gm_dataset;
+typedef void (*gm_warn_fn)(void *user, const char *message);
+typedef struct gm_dataset_options {
+    int seq_len;              /* default 512 */
+    bool strict;
+    gm_warn_fn warn;          /* NULL: messages are only counted */
+    void *user;
+} gm_dataset_options;
+typedef struct gm_dataset_summary {
+    int64_t lines, examples, blank, malformed, truncated, no_loss, tokens, loss_tokens;
+} gm_dataset_summary;
+
+gm_status gm_dataset_load(const char *path, const gm_tokenizer *tok, const gm_dataset_options *o, gm_dataset **out);
+void gm_dataset_free(gm_dataset *d);
+size_t gm_dataset_size(const gm_dataset *d);
+const gm_train_example *gm_dataset_get(const gm_dataset *d, size_t i);
+gm_dataset_summary gm_dataset_summary_of(const gm_dataset *d);
+/* PNG line chart of a run (src/plot/loss_plot.c): training loss at steps[i], evaluation loss at eval_steps[i]. */
+gm_status gm_plot_loss_png(const char *path, const int64_t *steps, const double *loss, size_t n,
+                           const int64_t *eval_steps, const double *eval_loss, size_t n_eval, const char *title);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* Print "gemma <cmd>: <message>" to stderr and return 1 (2 for usage errors). */
 int cli_error(const char *cmd, const char *fmt, ...)

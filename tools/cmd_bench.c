@@ -7,19 +7,44 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "cli.h"
+#include "kernels/matvec.h"
+#include "kernels/packed.h"
+
+/* Which kernels ran: the dispatcher's instruction set, and packed int16 / exact f32 weights. */
+static const char *cli_kernels_desc(void) {
+    const char *e = getenv("GM_EXACT");
+    bool exact = e && *e && strcmp(e, "0") != 0;
+    const char *isa = gm_kernels_isa();
+    if (exact) return !strcmp(isa, "avx512") ? "avx512, f32 activations (GM_EXACT)"
+                      : !strcmp(isa, "avx2") ? "avx2, f32 activations (GM_EXACT)" : "scalar, f32 activations (GM_EXACT)";
+    if (!strcmp(isa, "avx512")) return gm_packed_amx_matmul() ? "avx512 vnni (decode) + amx-bf16 (prefill), packed weights"
+                                                           : "avx512 vnni, packed weights";
+    return !strcmp(isa, "avx2") ? "avx2, packed weights" : "scalar, packed weights";
+}
 
 static const char *HELP_TAIL =
     "  --prompt-tokens P      prefill length (default 512)\n"
     "  --gen-tokens G         decoded tokens (default 64; greedy, end tokens ignored)\n"
     "  --reps R               repetitions; the best is reported (default 1)\n"
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms, load_ms, peak_rss_mb,\n"
-    "                         comm_bytes_per_token, weight_bytes, devices, threads, sharding\n";
+    "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
+    "                         sharding, kernels\n"
+    "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
+    "tied embedding as the output projection; in the packed layout the kernels read, see\n"
+    "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+/* Bytes of K and V that attention reads for one token at position pos, all layers (every device
+ * computes every head, so each reads the whole cache). */
+static double kv_read_bytes(const gm_config *c, long pos) {
+    double b = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        long seen = pos + 1;
+        if (!c->layer_is_global[l] && c->sliding_window > 0 && seen > c->sliding_window) seen = c->sliding_window;
+        b += 2.0 * (double)seen * (double)c->n_kv_heads * (double)c->head_dim * sizeof(float);
+    }
+    return b;
 }
 
 static int32_t argmax(const float *x, int n) {
@@ -57,11 +82,11 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
-    double t_load = now_s();
+    double t_load = gm_now_seconds();
     gm_model *m;
     int code = 0;
     if (cli_load_model("bench", &mf, &m, &code) != 0) return code;
-    t_load = now_s() - t_load;
+    t_load = gm_now_seconds() - t_load;
     const gm_config *c = gm_model_config(m);
     int V = c->vocab_size;
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -80,26 +105,26 @@ int cmd_bench(int argc, char **argv) {
         prompt[i] = (int32_t)(300 + (x >> 8) % 20000 % (uint32_t)(V > 400 ? V - 300 : 1));
     }
     uint64_t kv_bytes = 0;
-    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0;
+    double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0, comm_s_per_tok = 0;
     gm_status st = GM_OK;
     for (long rep = 0; rep < reps && st == GM_OK; rep++) {
         gm_session *s;
         st = gm_session_new(m, &s);
         if (st != GM_OK) break;
-        double t0 = now_s();
+        double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
         int32_t tok = argmax(logits, V);
-        double t_prefill = now_s() - t0;
+        double t_prefill = gm_now_seconds() - t0;
         gm_model_reset_comm_counters(m);
-        t0 = now_s();
+        t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
             tok = argmax(logits, V);
         }
-        double t_decode = now_s() - t0;
+        double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
         kv_bytes = gm_session_kv_bytes(s);
-        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G;
+        if (G > 0) comm_per_tok = (double)cc.bytes / (double)G, comm_s_per_tok = cc.seconds / (double)G;
         gm_session_free(s);
         if (t_prefill < best_prefill) best_prefill = t_prefill;
         if (t_decode < best_decode) best_decode = t_decode;
@@ -112,6 +137,13 @@ int cmd_bench(int argc, char **argv) {
     else {
         double prefill_tps = (double)P / best_prefill, decode_tps = G ? (double)G / best_decode : 0;
         double rss_mb = (double)ru.ru_maxrss / 1024.0;
+        /* weights: a replicated model's devices each compute a share of every matrix's rows */
+        double wbytes = (double)gm_model_weight_bytes(m), kvb = 0;
+        int ndev = gm_model_devices(m) / gm_model_ranks(m);
+        bool replicated = mf.load.sharding == GM_SHARDING_REPLICATED || gm_model_devices(m) == 1;
+        if (replicated && ndev > 1) wbytes /= ndev;
+        for (long g = 0; g < G; g++) kvb += kv_read_bytes(c, P + g) / (double)G;
+        double read_per_tok = wbytes + kvb * ndev;
         const char *sh = mf.load.sharding == GM_SHARDING_TP ? "tp" : mf.load.sharding == GM_SHARDING_REPLICATED ? "replicated"
                          : gm_model_devices(m) > 1 ? "fsdp" : "replicated";
         if (json) {
@@ -123,7 +155,9 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "ttft_ms", best_ttft * 1000);
             cJSON_AddNumberToObject(o, "load_ms", t_load * 1000);
             cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+            cJSON_AddNumberToObject(o, "bytes_read_per_token", read_per_tok);
             cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
+            cJSON_AddNumberToObject(o, "comm_seconds_per_token", comm_s_per_tok);
             cJSON_AddNumberToObject(o, "weight_bytes_this_rank", (double)gm_model_weight_bytes(m));
             cJSON_AddNumberToObject(o, "kv_bytes_this_rank", (double)kv_bytes);
             cJSON_AddNumberToObject(o, "activation_bytes_this_rank", (double)gm_model_activation_bytes(m));
@@ -131,6 +165,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "ranks", gm_model_ranks(m));
             cJSON_AddNumberToObject(o, "threads", mf.load.threads_per_device);
             cJSON_AddStringToObject(o, "sharding", sh);
+            cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             char *out = cJSON_PrintUnformatted(o);
             puts(out);
             free(out);
@@ -145,7 +180,11 @@ int cmd_bench(int argc, char **argv) {
             printf("memory       peak RSS %.1f MiB (rank 0): weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB\n",
                    rss_mb, gm_model_weight_bytes(m) / 1048576.0, kv_bytes / 1048576.0,
                    gm_model_activation_bytes(m) / 1048576.0);
-            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device)\n", comm_per_tok);
+            printf("reads        %.1f MB per decoded token (weights %.1f MB, KV cache %.2f MB); %.1f GB/s at this decode speed\n",
+                   read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
+            printf("kernels      %s\n", cli_kernels_desc());
+            printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
+                   comm_per_tok, comm_s_per_tok * 1000);
         }
     }
     free(logits);

@@ -16,6 +16,7 @@ static const struct {
     {"generate", cmd_generate, "one chat turn (or --raw text) -> generated text"},
     {"chat", cmd_chat, "chat: one-shot, line by line, or interactive; streaming"},
     {"bench", cmd_bench, "prefill and decode speed, memory, communication per token"},
+    {"train", cmd_train, "fine-tune (full or LoRA) on JSONL data, FSDP over devices / MPI ranks"},
 };
 
 static void usage(FILE *out) {

@@ -58,13 +58,36 @@ void gm_barrier_wait(gm_barrier *b) {
     pthread_mutex_unlock(&b->mu);
 }
 
+/* The pool publishes one job at a time under a generation number. A job is either "static" (every
+ * participant i of n runs fn(ctx, i, n), concurrently: callers may synchronize inside it) or
+ * "chunked" (chunks 0 .. nchunks-1 are claimed one by one by whichever threads are running, so a
+ * thread that another process keeps off its core costs at most the chunk it holds, not its share).
+ * Workers wait for a new generation by spinning briefly, then yielding, then sleeping on a condition
+ * variable; a worker that wakes after a chunked job is over finds nothing left to claim.
+ *
+ * The job description lives in two slots (by generation parity) written before the generation is
+ * published; a worker copies its slot and re-checks the slot's generation (a seqlock), so a stale
+ * worker never runs a job twice or runs half of another. Chunk claims are tagged with the
+ * generation, so a stale worker can never claim a chunk of a newer job. */
+typedef struct pool_slot {
+    atomic_uint_fast64_t seq;  /* generation of the job held, 0 while being rewritten */
+    _Atomic(gm_pool_fn) fn;
+    _Atomic(gm_pool_chunk_fn) cfn;
+    _Atomic(void *) ctx;
+    atomic_int nchunks;        /* chunked jobs; 0 for static ones */
+    atomic_bool quit;
+} pool_slot;
+
 struct gm_pool {
     int n;
     pthread_t *threads;
-    gm_barrier start, done;
-    gm_pool_fn fn;
-    void *ctx;
-    bool quit;
+    atomic_uint_fast64_t gen;   /* generation of the current job */
+    atomic_uint_fast64_t claim; /* chunked jobs: (generation << 32) | next chunk */
+    atomic_int done;            /* participants (static) or chunks (chunked) finished */
+    pool_slot slot[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int sleepers;
 };
 
 typedef struct worker_arg {
@@ -72,18 +95,97 @@ typedef struct worker_arg {
     int index;
 } worker_arg;
 
+/* Claim and run chunks of job g until none is left (or a newer job replaced it). */
+static void run_chunks(gm_pool *p, uint64_t g, gm_pool_chunk_fn fn, void *ctx, int nchunks, int slot) {
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&p->claim, memory_order_acquire);
+        if ((v >> 32) != (g & 0xffffffffu) || (int)(v & 0xffffffffu) >= nchunks) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1, memory_order_acq_rel, memory_order_relaxed))
+            continue;
+        fn(ctx, (int)(v & 0xffffffffu), slot);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    }
+}
+
 static void *worker_main(void *arg) {
     worker_arg *w = arg;
     gm_pool *p = w->p;
     int index = w->index;
     free(w);
+    uint64_t seen = 0;
     for (;;) {
-        gm_barrier_wait(&p->start);
-        if (p->quit) break;
-        p->fn(p->ctx, index, p->n);
-        gm_barrier_wait(&p->done);
+        /* wait for a generation we have not handled */
+        uint64_t g;
+        int i = 0;
+        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
+            if (i < SPIN_ITERS) {
+                CPU_RELAX();
+            } else if (i < SPIN_ITERS + YIELD_ITERS) {
+                sched_yield();
+            } else {
+                pthread_mutex_lock(&p->mu);
+                atomic_fetch_add(&p->sleepers, 1);
+                /* seq_cst with publish(): either it sees this sleeper or this sees its generation */
+                while (atomic_load(&p->gen) == seen) pthread_cond_wait(&p->cv, &p->mu);
+                atomic_fetch_sub(&p->sleepers, 1);
+                pthread_mutex_unlock(&p->mu);
+            }
+            i++;
+        }
+        /* copy the job (seqlock: the slot must hold generation g before and after) */
+        pool_slot *s = &p->slot[g & 1];
+        if (atomic_load_explicit(&s->seq, memory_order_acquire) != g) {
+            seen = g; /* rewritten already: this job is over for us */
+            continue;
+        }
+        gm_pool_fn fn = atomic_load_explicit(&s->fn, memory_order_relaxed);
+        gm_pool_chunk_fn cfn = atomic_load_explicit(&s->cfn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&s->ctx, memory_order_relaxed);
+        int nchunks = atomic_load_explicit(&s->nchunks, memory_order_relaxed);
+        bool quit = atomic_load_explicit(&s->quit, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        seen = g;
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) != g) continue;
+        if (quit) break;
+        if (cfn) {
+            run_chunks(p, g, cfn, ctx, nchunks, index);
+        } else {
+            fn(ctx, index, p->n);
+            atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        }
     }
     return NULL;
+}
+
+/* Publish a job (the previous one is complete) and wake sleeping workers. */
+static uint64_t publish(gm_pool *p, gm_pool_fn fn, gm_pool_chunk_fn cfn, void *ctx, int nchunks, bool quit) {
+    uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    pool_slot *s = &p->slot[g & 1];
+    atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&s->cfn, cfn, memory_order_relaxed);
+    atomic_store_explicit(&s->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&s->nchunks, nchunks, memory_order_relaxed);
+    atomic_store_explicit(&s->quit, quit, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, g, memory_order_release);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->claim, (g & 0xffffffffu) << 32, memory_order_relaxed);
+    atomic_store(&p->gen, g);
+    if (atomic_load(&p->sleepers)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return g;
+}
+
+/* Wait until `target` participants / chunks are done: spin briefly, then yield the core. */
+static void wait_done(gm_pool *p, int target) {
+    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < target; i++) {
+        if (i < SPIN_ITERS) CPU_RELAX();
+        else sched_yield();
+    }
 }
 
 gm_status gm_pool_create(int n_threads, gm_pool **out) {
@@ -93,13 +195,13 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
     if (!p) return gm_fail(GM_ERR_NOMEM, "out of memory");
     p->n = n_threads;
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
-    if (!p->threads || gm_barrier_init(&p->start, n_threads) != GM_OK) {
+    if (!p->threads || pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p->threads);
         free(p);
         return gm_fail(GM_ERR_NOMEM, "cannot create a thread pool");
     }
-    if (gm_barrier_init(&p->done, n_threads) != GM_OK) {
-        gm_barrier_destroy(&p->start);
+    if (pthread_cond_init(&p->cv, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
         free(p->threads);
         free(p);
         return gm_fail(GM_ERR_NOMEM, "cannot create a thread pool");
@@ -108,11 +210,11 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
         worker_arg *w = malloc(sizeof *w);
         if (!w || pthread_create(&p->threads[i], NULL, worker_main, (w->p = p, w->index = i, w)) != 0) {
             free(w);
-            /* Rare: undo. Started workers sleep in the start barrier (a cancellation point). */
-            for (int j = 1; j < i; j++) pthread_cancel(p->threads[j]);
+            /* Rare: undo. Started workers leave on a quit job. */
+            publish(p, NULL, NULL, NULL, 0, true);
             for (int j = 1; j < i; j++) pthread_join(p->threads[j], NULL);
-            gm_barrier_destroy(&p->start);
-            gm_barrier_destroy(&p->done);
+            pthread_cond_destroy(&p->cv);
+            pthread_mutex_destroy(&p->mu);
             free(p->threads);
             free(p);
             return gm_fail(GM_ERR_NOMEM, "cannot start thread %d of %d", i, n_threads);
@@ -124,11 +226,10 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
 
 void gm_pool_free(gm_pool *p) {
     if (!p) return;
-    p->quit = true;
-    gm_barrier_wait(&p->start);
+    publish(p, NULL, NULL, NULL, 0, true);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
-    gm_barrier_destroy(&p->start);
-    gm_barrier_destroy(&p->done);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
     free(p->threads);
     free(p);
 }
@@ -140,11 +241,20 @@ void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    gm_barrier_wait(&p->start);
+    publish(p, fn, NULL, ctx, 0, false);
     fn(ctx, 0, p->n);
-    gm_barrier_wait(&p->done);
+    wait_done(p, p->n - 1);
+}
+
+void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks) {
+    if (nchunks <= 0) return;
+    if (!p || p->n == 1 || nchunks == 1) {
+        for (int c = 0; c < nchunks; c++) fn(ctx, c, 0);
+        return;
+    }
+    uint64_t g = publish(p, NULL, fn, ctx, nchunks, false);
+    run_chunks(p, g, fn, ctx, nchunks, 0);
+    wait_done(p, nchunks);
 }
 
 void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi) {

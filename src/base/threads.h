@@ -23,15 +23,22 @@ gm_status gm_barrier_init(gm_barrier *b, int n);
 void gm_barrier_destroy(gm_barrier *b);
 void gm_barrier_wait(gm_barrier *b);
 
-/* Fork-join pool: gm_pool_run calls fn(ctx, i, n) for i in [0, n) on n participants (the caller is
- * participant 0) and returns when all are done. */
+/* Fork-join pool of n threads (the caller is one of them).
+ * gm_pool_run calls fn(ctx, i, n) for i in [0, n) on n concurrent participants (the caller is
+ * participant 0; participants may wait for each other) and returns when all are done.
+ * gm_pool_run_chunks calls fn(ctx, c, slot) once for every chunk c in [0, nchunks), on whichever
+ * threads are running (slot in [0, n): the thread, for per-thread scratch; chunks must not wait for
+ * each other): when another process holds a core, the other threads take its chunks.
+ * Waiting threads spin briefly, then yield, then sleep. */
 typedef struct gm_pool gm_pool;
 typedef void (*gm_pool_fn)(void *ctx, int index, int count);
+typedef void (*gm_pool_chunk_fn)(void *ctx, int chunk, int slot);
 
 gm_status gm_pool_create(int n_threads, gm_pool **out);
 void gm_pool_free(gm_pool *p);
 int gm_pool_size(const gm_pool *p);
 void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx);
+void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks);
 
 /* Split [0, n) into `parts` nearly equal pieces, aligned to `align`; piece i is [*lo, *hi). */
 void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi);

@@ -12,7 +12,7 @@
 #include <cpuid.h>
 
 typedef struct cpu_features {
-    bool avx2, avx512;
+    bool avx2, avx512, avx512vnni, amx;
 } cpu_features;
 
 static uint64_t xgetbv0(void) {
@@ -22,7 +22,7 @@ static uint64_t xgetbv0(void) {
 }
 
 static cpu_features detect(void) {
-    cpu_features f = {false, false};
+    cpu_features f = {false, false, false, false};
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
@@ -36,27 +36,38 @@ static cpu_features detect(void) {
     f.avx2 = os_ymm && avx2 && fma && f16c;
     /* The avx512 kernels use F, BW, VL and DQ only (VNNI / BF16 instructions are not emitted). */
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
+    f.avx512vnni = f.avx512 && (c >> 11 & 1); /* the packed kernels' vpdpwssd */
+    bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1, os_tile = (xcr0 >> 17 & 3) == 3;
+    f.amx = f.avx512vnni && amx_bf16 && amx_tile && os_tile; /* and the kernel's permission: init_once */
     return f;
 }
 #else
 typedef struct cpu_features {
-    bool avx2, avx512;
+    bool avx2, avx512, avx512vnni, amx;
 } cpu_features;
-static cpu_features detect(void) { return (cpu_features){false, false}; }
+static cpu_features detect(void) { return (cpu_features){false, false, false, false}; }
 #endif
 
 /* Written once under pthread_once, read-only afterwards. */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static cpu_features g_cpu;
 static const gm_kernel_ops *g_chosen;
+static const gm_packed_ops *g_packed;
+static const gm_vec_ops *g_vec;
 
 static void init_once(void) {
     g_cpu = detect();
+    if (g_cpu.amx && (getenv("GM_NO_AMX") || !gm_amx_enable())) g_cpu.amx = false;
     const char *want = getenv("GM_KERNELS");
     const gm_kernel_ops *best = g_cpu.avx512 ? &gm_kernels_avx512 : g_cpu.avx2 ? &gm_kernels_avx2 : &gm_kernels_scalar;
     g_chosen = best;
     if (want && strcmp(want, "scalar") == 0) g_chosen = &gm_kernels_scalar;
     if (want && strcmp(want, "avx2") == 0 && g_cpu.avx2) g_chosen = &gm_kernels_avx2;
+    g_packed = g_chosen == &gm_kernels_scalar ? &gm_packed_scalar
+               : g_chosen == &gm_kernels_avx512 && g_cpu.amx        ? &gm_packed_amx
+               : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
+                                                                    : &gm_packed_avx2;
+    g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
 }
 
 static const gm_kernel_ops *ops(void) {
@@ -72,6 +83,32 @@ const gm_kernel_ops *gm_kernels_lookup(const char *isa) {
     return NULL;
 }
 
+const gm_packed_ops *gm_packed_lookup(const char *isa) {
+    pthread_once(&g_once, init_once);
+    if (strcmp(isa, "scalar") == 0) return &gm_packed_scalar;
+    if (strcmp(isa, "avx2") == 0) return g_cpu.avx2 ? &gm_packed_avx2 : NULL;
+    if (strcmp(isa, "avx512") == 0) return g_cpu.avx512vnni ? &gm_packed_avx512 : NULL;
+    if (strcmp(isa, "amx") == 0) return g_cpu.amx ? &gm_packed_amx : NULL;
+    return NULL;
+}
+
+bool gm_packed_amx_matmul(void) {
+    pthread_once(&g_once, init_once);
+    return g_packed == &gm_packed_amx;
+}
+
+const gm_vec_ops *gm_vec_lookup(const char *isa) {
+    pthread_once(&g_once, init_once);
+    if (strcmp(isa, "scalar") == 0) return &gm_vec_scalar;
+    if (strcmp(isa, "avx512") == 0) return g_cpu.avx512 ? &gm_vec_avx512 : NULL;
+    return NULL;
+}
+
+const gm_vec_ops *gm_vec_ops_chosen(void) {
+    pthread_once(&g_once, init_once);
+    return g_vec;
+}
+
 const char *gm_kernels_isa(void) { return ops()->name; }
 
 void gm_dequant_row(gm_dtype type, const void *row, float *out, size_t n) { ops()->dequant_row(type, row, out, n); }
@@ -83,4 +120,23 @@ void gm_matvec(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size
 void gm_matmul(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X, size_t T,
                float *Y, size_t ldy) {
     ops()->matmul(type, W, row_bytes, rows, cols, X, T, Y, ldy);
+}
+
+static const gm_packed_ops *packed_ops(void) {
+    pthread_once(&g_once, init_once);
+    return g_packed;
+}
+
+const gm_packed_ops *gm_packed_ops_chosen(void) { return packed_ops(); }
+
+void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    packed_ops()->quantize_x(x, ldx, T, cols, xq);
+}
+
+void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    packed_ops()->matvec(P, r0, r1, xq, y);
+}
+
+void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    packed_ops()->matmul(P, r0, r1, xq, T, Y, ldy);
 }

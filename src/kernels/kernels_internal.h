@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/matvec.h"
+#include "kernels/packed.h"
 
 typedef struct gm_kernel_ops {
     const char *name; /* "scalar", "avx2", "avx512" */
@@ -16,6 +17,47 @@ typedef struct gm_kernel_ops {
     void (*matmul)(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X,
                    size_t T, float *Y, size_t ldy);
 } gm_kernel_ops;
+
+/* The packed-weight kernels (packed.h) of one instruction set. */
+typedef struct gm_packed_ops {
+    void (*quantize_x)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+    /* rows t < T of x into hi / mid / lo (row stride cols) and their 32-value sums (row stride cols / 32);
+     * rows T .. Tpad - 1 of hi / mid / lo zero */
+    void (*split_bf16)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+    void (*matvec)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+    void (*matmul)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+} gm_packed_ops;
+
+extern const gm_packed_ops gm_packed_scalar;
+extern const gm_packed_ops gm_packed_avx2;
+extern const gm_packed_ops gm_packed_avx512; /* needs AVX-512 VNNI */
+extern const gm_packed_ops gm_packed_amx;    /* gm_packed_avx512 with AMX-BF16 for BF16 matmuls */
+void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* AMX needs the kernel's permission for the tile data state (Linux arch_prctl); false if refused. */
+bool gm_amx_enable(void);
+
+/* The packed kernels named `isa` when this CPU can run them, else NULL. */
+const gm_packed_ops *gm_packed_lookup(const char *isa);
+
+/* The SIMD-able operations of ops.h. */
+struct gm_attn_rows;
+typedef struct gm_vec_ops {
+    void (*rmsnorm)(float *out, const float *x, const float *w, size_t n, float eps);
+    void (*geglu)(float *out, const float *gate, const float *up, size_t n);
+    void (*attention_rows)(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+                           size_t H, float softcap, float *scores);
+} gm_vec_ops;
+
+extern const gm_vec_ops gm_vec_scalar;
+extern const gm_vec_ops gm_vec_avx512;
+const gm_vec_ops *gm_vec_lookup(const char *isa);
+const gm_vec_ops *gm_vec_ops_chosen(void);
+void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps);
+void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n);
+void gm_attention_rows_ref(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+                           size_t H, float softcap, float *scores);
 
 extern const gm_kernel_ops gm_kernels_scalar;
 extern const gm_kernel_ops gm_kernels_avx2;
@@ -30,6 +72,48 @@ void gm_matvec_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, 
                    float *y);
 void gm_matmul_ref(gm_dtype type, const void *W, size_t row_bytes, size_t rows, size_t cols, const float *X,
                    size_t T, float *Y, size_t ldy);
+
+void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_split_bf16_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+const gm_packed_ops *gm_packed_ops_chosen(void);
+/* Code of pair p, lane i of a packed tile (pack.c). */
+int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i);
+void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+
+/* The end of quantizing one 32-value block v whose max |v| is amax (every path finds amax its own
+ * way, then computes exactly this, so all paths agree bit for bit): d = amax / 32767,
+ * q1 = rint(v * (32767 / amax)), r = fmaf(-d, q1, v), q2 = rint(r * (32767 / amax * 32768)),
+ * s = d * (sum q1 + sum q2 / 32768), qs = sums of q1 over values 0-15 and 16-31, then of q2.
+ * A block with a NaN or infinity gets d = NaN (the outputs become NaN, as the f32 kernels' would);
+ * a block below 1e-30 in magnitude counts as zero. */
+static inline void gm_xq_block_finish(const float *v, float amax, int16_t *q, int16_t *q2, float *d, float *s,
+                                      int32_t *qs) {
+    int bad = !(amax <= 3.4028235e38f);
+    for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
+    if (bad || amax < 1e-30f) {
+        for (int i = 0; i < 32; i++) q[i] = q2[i] = 0;
+        *d = bad ? __builtin_nanf("") : 0.0f;
+        *s = *d;
+        qs[0] = qs[1] = qs[2] = qs[3] = 0;
+        return;
+    }
+    float inv = 32767.0f / amax, inv2 = inv * 32768.0f, dd = amax / 32767.0f;
+    int32_t sum[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 32; i++) {
+        float r1 = __builtin_rintf(v[i] * inv);
+        float r2 = __builtin_rintf(__builtin_fmaf(-dd, r1, v[i]) * inv2);
+        r2 = r2 > 32767.0f ? 32767.0f : r2 < -32767.0f ? -32767.0f : r2;
+        q[i] = (int16_t)r1;
+        q2[i] = (int16_t)r2;
+        sum[i / 16] += q[i];
+        sum[2 + i / 16] += q2[i];
+    }
+    *d = dd;
+    *s = dd * ((float)(sum[0] + sum[1]) + (float)(sum[2] + sum[3]) * 0x1p-15f);
+    for (int k = 0; k < 4; k++) qs[k] = sum[k];
+}
 
 /* Bytes of the first n elements of a row of `type` (n a multiple of the block). */
 static inline size_t gm_kernels_bytes_of(gm_dtype type, size_t n) {
@@ -46,6 +130,11 @@ static inline size_t gm_kernels_bytes_of(gm_dtype type, size_t n) {
     case GM_Q6_K: return n / 256 * 210;
     default: return 0;
     }
+}
+
+/* Little-endian u32 at p. */
+static inline uint32_t gm_kernels_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* Little-endian f16 field at p (block scales are not 2-byte aligned in general). */

@@ -1,8 +1,12 @@
+/* Scalar reference of the non-matrix operations (ops.h), and the entry points that dispatch to the
+ * SIMD versions. */
 #include "kernels/ops.h"
 
 #include <math.h>
 
-void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps) {
+#include "kernels/kernels_internal.h"
+
+void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps) {
     double ss = 0; /* double: the sum over 5376 squares must not depend on summation order much */
     for (size_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
     float inv = 1.0f / sqrtf((float)(ss / (double)n) + eps);
@@ -16,18 +20,42 @@ void gm_rope_inv_freq(float *inv_freq, size_t H, float base, float scale) {
     }
 }
 
-void gm_rope(float *head, size_t H, int pos, const float *inv_freq) {
+void gm_rope_table(float *cs, size_t H, int pos, const float *inv_freq) {
     size_t half = H / 2;
     for (size_t i = 0; i < half; i++) {
         float ang = (float)pos * inv_freq[i];
-        float c = cosf(ang), s = sinf(ang);
+        cs[i] = cosf(ang);
+        cs[half + i] = sinf(ang);
+    }
+}
+
+void gm_rope_apply(float *head, size_t H, const float *cs) {
+    size_t half = H / 2;
+    for (size_t i = 0; i < half; i++) {
+        float c = cs[i], s = cs[half + i];
         float a = head[i], b = head[i + half];
         head[i] = a * c - b * s;
         head[i + half] = b * c + a * s;
     }
 }
 
-void gm_geglu(float *out, const float *gate, const float *up, size_t n) {
+void gm_rope(float *head, size_t H, int pos, const float *inv_freq) {
+    float cs[1024];
+    if (H > 1024) {
+        for (size_t i = 0; i < H / 2; i++) {
+            float ang = (float)pos * inv_freq[i];
+            float c = cosf(ang), s = sinf(ang);
+            float a = head[i], b = head[i + H / 2];
+            head[i] = a * c - b * s;
+            head[i + H / 2] = b * c + a * s;
+        }
+        return;
+    }
+    gm_rope_table(cs, H, pos, inv_freq);
+    gm_rope_apply(head, H, cs);
+}
+
+void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n) {
     const float k0 = 0.7978845608028654f; /* sqrt(2/pi) */
     for (size_t i = 0; i < n; i++) {
         float g = gate[i];
@@ -51,4 +79,46 @@ float gm_dot_f32(const float *a, const float *b, size_t n) {
 
 void gm_axpy_f32(float *y, float a, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+void gm_attention_rows_ref(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+                           float softcap, float *scores) {
+    int lo = a->first[0], hi = a->last[0];
+    for (int i = 1; i < a->n; i++) {
+        if (a->first[i] < lo) lo = a->first[i];
+        if (a->last[i] > hi) hi = a->last[i];
+    }
+    for (int i = 0; i < a->n; i++) {
+        float *sc = scores + (size_t)i * (size_t)(hi - lo + 1) - lo; /* sc[s] for s in [first, last] */
+        float mx = -INFINITY;
+        for (int s = a->first[i]; s <= a->last[i]; s++) {
+            float v = gm_dot_f32(a->q[i], K + (size_t)(s % slots) * stride, H);
+            if (softcap > 0) v = softcap * tanhf(v / softcap);
+            sc[s] = v;
+            if (v > mx) mx = v;
+        }
+        double sum = 0;
+        for (int s = a->first[i]; s <= a->last[i]; s++) {
+            float e = expf(sc[s] - mx);
+            sc[s] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
+        for (int s = a->first[i]; s <= a->last[i]; s++) gm_axpy_f32(a->out[i], sc[s] * inv, V + (size_t)(s % slots) * stride, H);
+    }
+}
+
+const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref};
+
+void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps) {
+    gm_vec_ops_chosen()->rmsnorm(out, x, w, n, eps);
+}
+
+void gm_geglu(float *out, const float *gate, const float *up, size_t n) { gm_vec_ops_chosen()->geglu(out, gate, up, n); }
+
+void gm_attention_rows(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+                       float softcap, float *scores) {
+    if (a->n < 1) return;
+    gm_vec_ops_chosen()->attention_rows(a, K, V, stride, slots, H, softcap, scores);
 }

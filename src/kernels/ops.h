@@ -1,4 +1,6 @@
-/* The non-matrix operations of the Gemma 3 forward pass, in f32. */
+/* The non-matrix operations of the Gemma 3 forward pass, in f32. rmsnorm, geglu and the attention
+ * rows have SIMD versions picked at run time (ops_avx512.c; the scalar code in ops.c is their
+ * reference); they differ from it only by summation order and by exp / tanh accurate to a few ulp. */
 #ifndef GM_KERNELS_OPS_H
 #define GM_KERNELS_OPS_H
 
@@ -8,6 +10,10 @@
 void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps);
 /* Split-half RoPE on one head of dim H: pairs (i, i + H/2), angle = pos * inv_freq[i]. */
 void gm_rope(float *head, size_t H, int pos, const float *inv_freq /* [H/2] */);
+/* The same rotation from a table: cs[i] = cos(pos * inv_freq[i]), cs[H/2 + i] = sin(...), as gm_rope
+ * computes them (gm_rope_table fills it), so both give identical results. */
+void gm_rope_table(float *cs /* [H] */, size_t H, int pos, const float *inv_freq);
+void gm_rope_apply(float *head, size_t H, const float *cs);
 /* inv_freq[i] = 1 / (base^(2i/H) * scale), computed in f32 as transformers does. */
 void gm_rope_inv_freq(float *inv_freq, size_t H, float base, float scale);
 /* x = gelu_tanh(gate) * up, elementwise */
@@ -15,5 +21,18 @@ void gm_geglu(float *out, const float *gate, const float *up, size_t n);
 float gm_dot_f32(const float *a, const float *b, size_t n);
 /* y += a * x */
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
+
+/* Attention of up to 4 query rows that share one kv head: row i sees positions [first[i], last[i]];
+ * position s's key is at K + (s % slots) * stride (values likewise). Row i's output
+ * out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min first + 1)
+ * floats of scratch. Queries are already scaled. */
+typedef struct gm_attn_rows {
+    int n;
+    const float *q[4];
+    float *out[4];
+    int first[4], last[4];
+} gm_attn_rows;
+void gm_attention_rows(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+                       float softcap, float *scores);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "kernels/matvec.h"
 #include "kernels/ops.h"
+#include "kernels/packed.h"
 
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
@@ -25,9 +26,9 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
-                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya};
+                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya, &d->rope_local, &d->rope_global};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide};
+                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide, T * H, T * H};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
         d->activation_bytes += sizes[i] * sizeof(float) + 64;
@@ -36,6 +37,21 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
             return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of activations", global,
                            sizes[i] * sizeof(float));
         }
+    }
+    size_t nq = T * wide, nblk = T * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK), nh = (T + 15) / 16 * 16 * wide;
+    d->xq.q = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
+    d->xq.q2 = aligned_alloc(64, (nq * sizeof(int16_t) + 63) / 64 * 64);
+    d->xq.d = malloc(nblk * sizeof(float));
+    d->xq.s = malloc(nblk * sizeof(float));
+    d->xq.qs = malloc(4 * nblk * sizeof(int32_t));
+    d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->xq.mid = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
+    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo) {
+        gm_device_free(d);
+        return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
+                       nq * sizeof(int16_t));
     }
     gm_rope_inv_freq(d->inv_freq_local, H, cfg->rope_base_local, cfg->rope_scale_local);
     gm_rope_inv_freq(d->inv_freq_global, H, cfg->rope_base_global, cfg->rope_scale_global);
@@ -47,8 +63,16 @@ void gm_device_free(gm_device *d) {
     if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
     gm_pool_free(d->pool);
     float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
-                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya};
+                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya, d->rope_local, d->rope_global};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(d->xq.q);
+    free(d->xq.q2);
+    free(d->xq.d);
+    free(d->xq.s);
+    free(d->xq.qs);
+    free(d->xq.hi);
+    free(d->xq.mid);
+    free(d->xq.lo);
     memset(d, 0, sizeof *d);
 }
 
@@ -97,57 +121,107 @@ void gm_kv_cache_free(gm_kv_cache *kv, int n_layers) {
 
 /* ---- linear layers: y = W x over the mesh ---- */
 
-typedef struct mm_job {
+/* One product of this device: local rows [r0, r1) of a matrix against T inputs. */
+typedef struct mm_task {
     const gm_matrix *m;
-    const void *W;      /* first local row to use */
-    uint64_t rows;      /* rows to compute */
-    const float *X;     /* [T][cols] */
-    int T;
-    float *Y;           /* Y[t * ldy + r] */
+    size_t r0, r1;
+    const float *X;   /* [T][cols] f32 inputs (file-layout kernels) */
+    gm_xq xq;         /* quantized inputs (packed kernels) */
+    float *Y;         /* Y[t * ldy + (r - r0)] */
     size_t ldy;
+} mm_task;
+
+typedef struct mm_job {
+    const mm_task *tasks;
+    int n, T;
+    int first[5]; /* chunks of task k: [first[k], first[k+1]) */
 } mm_job;
 
-static void mm_worker(void *ctx, int i, int n) {
-    mm_job *j = ctx;
+/* Chunk c of the job: an even share of its task's rows (packed: whole 16-row panels). Threads claim
+ * chunks as they come (gm_pool_run_chunks), a few per thread, so a thread another process delays
+ * does not hold up the others. */
+static void mm_chunk(void *ctx, int c, int slot) {
+    (void)slot;
+    const mm_job *j = ctx;
+    int k = 0;
+    while (c >= j->first[k + 1]) k++;
+    const mm_task *tk = &j->tasks[k];
+    const gm_matrix *m = tk->m;
+    int part = c - j->first[k], parts = j->first[k + 1] - j->first[k];
     size_t lo, hi;
-    gm_split_range((size_t)j->rows, n, i, 4, &lo, &hi);
+    if (m->packed.data) {
+        size_t p0 = tk->r0 / GM_PANEL_ROWS, p1 = (tk->r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
+        gm_split_range(p1 - p0, parts, part, 1, &lo, &hi);
+        size_t a = (p0 + lo) * GM_PANEL_ROWS, b = (p0 + hi) * GM_PANEL_ROWS;
+        if (a < tk->r0) a = tk->r0;
+        if (b > tk->r1) b = tk->r1;
+        if (b <= a) return;
+        float *Y = tk->Y + (a - tk->r0);
+        if (j->T == 1) gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
+        else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
+        return;
+    }
+    gm_split_range(tk->r1 - tk->r0, parts, part, 4, &lo, &hi);
     if (hi <= lo) return;
-    const uint8_t *W = (const uint8_t *)j->W + lo * j->m->row_bytes;
-    if (j->T == 1) gm_matvec(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, j->Y + lo);
-    else gm_matmul(j->m->type, W, j->m->row_bytes, hi - lo, (size_t)j->m->cols, j->X, (size_t)j->T, j->Y + lo, j->ldy);
+    const uint8_t *W = (const uint8_t *)m->data + (tk->r0 + lo) * m->row_bytes;
+    if (j->T == 1) gm_matvec(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, tk->Y + lo);
+    else gm_matmul(m->type, W, m->row_bytes, hi - lo, (size_t)m->cols, tk->X, (size_t)j->T, tk->Y + lo, tk->ldy);
 }
 
-static void run_mm(gm_device *d, const gm_matrix *m, const void *W, uint64_t rows, const float *X, int T, float *Y,
-                   size_t ldy) {
-    mm_job j = {m, W, rows, X, T, Y, ldy};
-    gm_pool_run(d->pool, mm_worker, &j);
+/* Run the tasks on the device's threads: each in up to 4 chunks per thread (none with 1 thread). */
+static void run_tasks(gm_device *d, const mm_task *tasks, int n, int T) {
+    mm_job j = {tasks, n, T, {0}};
+    int threads = gm_pool_size(d->pool);
+    for (int k = 0; k < n; k++) {
+        const mm_task *tk = &tasks[k];
+        size_t units = tk->m->packed.data ? (tk->r1 - tk->r0 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS + 1 : (tk->r1 - tk->r0 + 3) / 4;
+        size_t want = threads == 1 ? 1 : 4 * (size_t)threads;
+        j.first[k + 1] = j.first[k] + (int)(units < want ? (units ? units : 1) : want);
+    }
+    gm_pool_run_chunks(d->pool, mm_chunk, &j, j.first[n]);
 }
 
-/* Y [T][full_rows] = X [T][full_cols] . W^T, complete on every device. */
-static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+/* Row outputs that need a device-major staging area (T > 1, rows split over several devices). */
+static bool staged(const gm_device *d, const gm_matrix *m, int T) {
+    return m->plan.split != GM_SPLIT_COLS && d->n_devices > 1 && T > 1;
+}
+
+/* The local part of Y [T][full_rows] = X [T][full_cols] . W^T (X quantized in d->xq when packed). */
+static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
     size_t R = (size_t)m->full_rows, C = (size_t)m->full_cols;
+    mm_task tk = {.m = m, .X = X, .xq = d->xq};
     if (m->plan.split == GM_SPLIT_COLS) {
         /* partial sums over this device's input columns, completed by an all-reduce */
-        const float *Xs = X + m->lo;
-        if (T > 1) {
-            for (int t = 0; t < T; t++) memcpy(d->pack + (size_t)t * m->cols, X + (size_t)t * C + m->lo, m->cols * sizeof(float));
-            Xs = d->pack;
+        tk.r0 = 0, tk.r1 = (size_t)m->rows, tk.Y = Y, tk.ldy = R;
+        if (m->packed.data) {
+            tk.xq.q += m->lo, tk.xq.q2 += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
+            tk.xq.qs += m->lo / 8;
+            tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
+            tk.xq.cols = (size_t)m->cols;
+        } else if (T > 1) {
+            for (int t = 0; t < T; t++)
+                memcpy(d->pack + (size_t)t * m->cols, X + (size_t)t * C + m->lo, m->cols * sizeof(float));
+            tk.X = d->pack;
+        } else {
+            tk.X = X + m->lo;
         }
-        run_mm(d, m, m->data, m->rows, Xs, T, Y, R);
-        return gm_comm_all_reduce(d->comm, d->local, Y, (size_t)T * R);
+        return tk;
     }
     /* rows [off[g], off[g+1]) computed here, then gathered */
     uint64_t lo = m->off[d->global], hi = m->off[d->global + 1];
-    const uint8_t *W = (const uint8_t *)m->data + (lo - m->lo) * m->row_bytes;
-    if (d->n_devices == 1 || T == 1) {
-        run_mm(d, m, W, hi - lo, X, T, Y + lo, R);
-        return gm_comm_all_gather(d->comm, d->local, Y, m->off);
-    }
-    /* T > 1: gather in device-major order ([device][t][its rows]) then scatter into Y */
+    tk.r0 = (size_t)(lo - m->lo), tk.r1 = (size_t)(hi - m->lo);
+    if (staged(d, m, T)) tk.Y = d->pack + (size_t)T * lo, tk.ldy = hi - lo; /* [device][t][its rows] */
+    else tk.Y = Y + lo, tk.ldy = R;
+    return tk;
+}
+
+/* The collective that completes a product on every device. */
+static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y) {
+    size_t R = (size_t)m->full_rows;
+    if (m->plan.split == GM_SPLIT_COLS) return gm_comm_all_reduce(d->comm, d->local, Y, (size_t)T * R);
+    if (!staged(d, m, T)) return gm_comm_all_gather(d->comm, d->local, Y, m->off);
     size_t off_t[GM_MAX_DEVICES + 1];
     for (int g = 0; g <= d->n_devices; g++) off_t[g] = (size_t)T * m->off[g];
-    float *mine = d->pack + off_t[d->global];
-    run_mm(d, m, W, hi - lo, X, T, mine, hi - lo);
     GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
     for (int g = 0; g < d->n_devices; g++) {
         size_t glo = m->off[g], n = m->off[g + 1] - glo;
@@ -155,6 +229,42 @@ static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T,
         for (int t = 0; t < T; t++) memcpy(Y + (size_t)t * R + glo, seg + (size_t)t * n, n * sizeof(float));
     }
     return GM_OK;
+}
+
+/* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is
+ * quantized once, the products run in one pass of the thread pool when none needs the staging
+ * buffer, then each is completed by its collective, in order. */
+static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
+    bool quant = false, bf16 = false, fuse = true;
+    for (int i = 0; i < n; i++) {
+        quant |= ms[i]->packed.data && ms[i]->packed.kind != GM_PK_BF16;
+        bf16 |= ms[i]->packed.data && ms[i]->packed.kind == GM_PK_BF16;
+        fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
+    }
+    size_t C = (size_t)ms[0]->full_cols;
+    if (T > 1 && (quant || bf16) && gm_packed_amx_matmul()) {
+        gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
+    } else {
+        if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq);
+        if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
+    }
+    mm_task tasks[4];
+    if (fuse && n <= 4) {
+        for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
+        run_tasks(d, tasks, n, T);
+        for (int i = 0; i < n; i++) GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
+        return GM_OK;
+    }
+    for (int i = 0; i < n; i++) {
+        tasks[0] = linear_task(d, ms[i], X, T, Ys[i]);
+        run_tasks(d, tasks, 1, T);
+        GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
+    }
+    return GM_OK;
+}
+
+static gm_status linear(gm_device *d, const gm_matrix *m, const float *X, int T, float *Y) {
+    return linear_n(d, &m, 1, X, T, &Y);
 }
 
 /* ---- embedding lookup: x[t] = E[token] * sqrt(D), rows owned by whoever holds them ---- */
@@ -175,7 +285,7 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
         off_t[d->n_devices] = (size_t)T * (size_t)E->full_cols;
         float *mine = d->pack + off_t[d->global];
         for (int t = 0; t < T; t++) {
-            gm_dequant_row(E->type, (const uint8_t *)E->data + (size_t)tokens[t] * E->row_bytes, mine + (size_t)t * cols, cols);
+            gm_matrix_row(E, (uint64_t)tokens[t], mine + (size_t)t * cols);
             for (size_t i = 0; i < cols; i++) mine[(size_t)t * cols + i] *= scale;
         }
         GM_TRY(gm_comm_all_gather(d->comm, d->local, d->pack, off_t));
@@ -190,7 +300,7 @@ static gm_status embed(gm_device *d, const int32_t *tokens, int T, float *x) {
         float *row = x + (size_t)t * D;
         uint64_t tok = (uint64_t)tokens[t];
         if (tok >= E->lo && tok < E->hi) {
-            gm_dequant_row(E->type, (const uint8_t *)E->data + (tok - E->lo) * E->row_bytes, row, D);
+            gm_matrix_row(E, tok - E->lo, row);
             for (size_t i = 0; i < D; i++) row[i] *= scale;
         } else {
             memset(row, 0, D * sizeof(float));
@@ -206,45 +316,45 @@ typedef struct attn_job {
     gm_device *d;
     int layer;
     bool global;
-    int T;
+    int T, rows; /* rows: query heads per piece of work (<= 4, <= heads per kv head) */
 } attn_job;
 
-static void attn_worker(void *ctx, int i, int n) {
+/* Chunk = (token t, kv head, run of up to 4 of its query heads): the heads of a run share every key
+ * and value read of that token's cache. */
+static void attn_chunk(void *ctx, int chunk, int slot) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
-    int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads;
-    size_t KH = (size_t)c->n_kv_heads * (size_t)H, NH = (size_t)N * (size_t)H;
-    float *scores = j->d->scores + (size_t)i * (size_t)j->d->cache_length;
-    size_t lo, hi;
-    gm_split_range((size_t)j->T * (size_t)N, n, i, 1, &lo, &hi);
-    for (size_t job = lo; job < hi; job++) {
-        int t = (int)(job / (size_t)N), h = (int)(job % (size_t)N), kvh = h / G;
+    int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads, K = c->n_kv_heads;
+    size_t KH = (size_t)K * (size_t)H, NH = (size_t)N * (size_t)H;
+    float *scores = j->d->scores + (size_t)slot * 4 * (size_t)j->d->cache_length;
+    int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
+    {
+        size_t job = (size_t)chunk;
+        int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
+        int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
         int p = j->d->tok_pos[t];
         const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
         int first = 0;
         if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
-        const float *q = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
-        float mx = -INFINITY;
-        for (int s = first; s <= p; s++) {
-            const float *k = L->k + (size_t)(s % L->slots) * KH + (size_t)kvh * (size_t)H;
-            float sc = gm_dot_f32(q, k, (size_t)H);
-            if (c->attn_softcap > 0) sc = c->attn_softcap * tanhf(sc / c->attn_softcap);
-            scores[s - first] = sc;
-            if (sc > mx) mx = sc;
+        gm_attn_rows a = {0};
+        for (int h = h0; h < h0 + j->rows && h < (kvh + 1) * G; h++) {
+            a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.out[a.n] = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.first[a.n] = first;
+            a.last[a.n] = p;
+            a.n++;
         }
-        double sum = 0;
-        for (int s = first; s <= p; s++) {
-            float e = expf(scores[s - first] - mx);
-            scores[s - first] = e;
-            sum += e;
-        }
-        float inv = (float)(1.0 / sum);
-        float *out = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
-        memset(out, 0, (size_t)H * sizeof(float));
-        for (int s = first; s <= p; s++) {
-            const float *v = L->v + (size_t)(s % L->slots) * KH + (size_t)kvh * (size_t)H;
-            gm_axpy_f32(out, scores[s - first] * inv, v, (size_t)H);
-        }
+        gm_attention_rows(&a, L->k + (size_t)kvh * (size_t)H, L->v + (size_t)kvh * (size_t)H, KH, L->slots, (size_t)H,
+                          c->attn_softcap, scores);
+    }
+}
+
+/* cos / sin tables of the step's token positions (local and global RoPE), shared by every layer */
+static void rope_tables(gm_device *d, int T) {
+    size_t H = (size_t)d->cfg->head_dim;
+    for (int t = 0; t < T; t++) {
+        gm_rope_table(d->rope_local + (size_t)t * H, H, d->tok_pos[t], d->inv_freq_local);
+        gm_rope_table(d->rope_global + (size_t)t * H, H, d->tok_pos[t], d->inv_freq_global);
     }
 }
 
@@ -269,44 +379,54 @@ static gm_status proj(gm_device *d, const gm_matrix *m, const float *X, int T, f
     return GM_OK;
 }
 
+/* proj of several matrices sharing the input X: fused (linear_n) outside rows mode */
+static gm_status proj_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
+    if (!d->rows_mode) return linear_n(d, ms, n, X, T, Ys);
+    for (int i = 0; i < n; i++) GM_TRY(proj(d, ms[i], X, T, Ys[i]));
+    return GM_OK;
+}
+
 static gm_status layer_forward(gm_device *d, int l, int T) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
     size_t N = (size_t)c->n_heads, K = (size_t)c->n_kv_heads, NH = N * H, KH = K * H;
     bool global = c->layer_is_global[l];
-    const float *inv_freq = global ? d->inv_freq_global : d->inv_freq_local;
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
-    GM_TRY(proj(d, &W->q, d->xn, T, d->q));
-    GM_TRY(proj(d, &W->k, d->xn, T, d->k));
-    GM_TRY(proj(d, &W->v, d->xn, T, d->v));
+    const gm_matrix *qkv[3] = {&W->q, &W->k, &W->v};
+    float *qkv_out[3] = {d->q, d->k, d->v};
+    GM_TRY(proj_n(d, qkv, 3, d->xn, T, qkv_out));
     for (int t = 0; t < T; t++) {
         int p = d->tok_pos[t];
         gm_kv_layer *L = &d->tok_kv[t]->layers[l];
+        const float *cs = (global ? d->rope_global : d->rope_local) + (size_t)t * H;
         for (size_t h = 0; h < N; h++) {
             float *q = d->q + t * NH + h * H;
             gm_rmsnorm(q, q, W->q_norm, H, c->rms_eps);
-            gm_rope(q, H, p, inv_freq);
+            gm_rope_apply(q, H, cs);
             for (size_t i = 0; i < H; i++) q[i] *= c->query_scale;
         }
         float *kslot = L->k + (size_t)(p % L->slots) * KH, *vslot = L->v + (size_t)(p % L->slots) * KH;
         for (size_t h = 0; h < K; h++) {
             float *k = d->k + t * KH + h * H;
             gm_rmsnorm(k, k, W->k_norm, H, c->rms_eps);
-            gm_rope(k, H, p, inv_freq);
+            gm_rope_apply(k, H, cs);
         }
         memcpy(kslot, d->k + t * KH, KH * sizeof(float));
         memcpy(vslot, d->v + t * KH, KH * sizeof(float));
     }
-    attn_job aj = {d, l, global, T};
-    gm_pool_run(d->pool, attn_worker, &aj);
+    int G = c->n_heads / c->n_kv_heads, threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
+    rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
+    attn_job aj = {d, l, global, T, rows < G ? rows : G};
+    gm_pool_run_chunks(d->pool, attn_chunk, &aj, T * (int)K * ((G + aj.rows - 1) / aj.rows));
     GM_TRY(proj(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
-    GM_TRY(proj(d, &W->gate, d->xn, T, d->gate));
-    GM_TRY(proj(d, &W->up, d->xn, T, d->up));
+    const gm_matrix *gu[2] = {&W->gate, &W->up};
+    float *gu_out[2] = {d->gate, d->up};
+    GM_TRY(proj_n(d, gu, 2, d->xn, T, gu_out));
     for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
     GM_TRY(proj(d, &W->down, d->gate, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
@@ -333,6 +453,7 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
             d->tok_pos[t] = pos0 + done + t;
             d->tok_kv[t] = kv;
         }
+        rope_tables(d, n);
         for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n));
         if (logits_all)
             for (int t = 0; t < n; t++)
@@ -380,6 +501,7 @@ gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *po
             d->tok_pos[t] = pos[t];
             d->tok_kv[t] = kv[t];
         }
+        rope_tables(d, T);
         for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T);
     }
     /* logits of the requested rows: gather their final hidden states, one vocabulary product each */

@@ -28,6 +28,7 @@ typedef struct gm_device {
     gm_device_weights w;
     float *inv_freq_local;      /* [H/2] */
     float *inv_freq_global;     /* [H/2] */
+    float *rope_local, *rope_global; /* [T][H] cos, sin of this chunk's positions (gm_rope_table) */
     /* scratch for a chunk of T <= GM_PREFILL_CHUNK tokens */
     float *x;                   /* [T][D] residual stream */
     float *xn;                  /* [T][D] normed input of a sublayer */
@@ -37,7 +38,8 @@ typedef struct gm_device {
     float *y;                   /* [T][max(D, F)] projection output */
     float *gate, *up;           /* [T][F] */
     float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
-    float *scores;              /* [cache_length] per thread: [threads][cache_length] */
+    float *scores;              /* attention scratch: [threads][4][cache_length] */
+    gm_xq xq;                   /* [T][max(D, F, N*H)] quantized inputs of the packed products */
     int cache_length;
     uint64_t activation_bytes;
     /* the tokens of the current step: position and KV cache of each (one sequence, or batch rows) */

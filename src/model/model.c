@@ -1,7 +1,9 @@
 /* Loading a model onto a mesh: MPI ranks x in-process devices, each device reading its own slices. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/model_internal.h"
 #include "model/config.h"
@@ -45,9 +47,17 @@ static void load_worker(void *ctx, int i, int n) {
     gm_model *m = j->m;
     int global = gm_comm_global_index(m->comm, i), total = gm_comm_devices(m->comm);
     /* weights first: they check every shape against the config, so a config with absurd sizes (that the
-     * file's tensors do not back) is refused before activations are sized from it */
+     * file's tensors do not back) is refused before activations are sized from it. Loading (copying out
+     * of the page cache, first touch, packing) uses every core when this process has one device. */
     gm_device_weights w;
-    gm_status st = gm_weights_load(m->src, m->sharding, total, global, &w);
+    memset(&w, 0, sizeof w);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int loaders = m->n_local == 1 && cpus > m->opt.threads_per_device ? (cpus > 64 ? 64 : (int)cpus)
+                                                                       : m->opt.threads_per_device;
+    gm_pool *loader = NULL;
+    gm_status st = gm_pool_create(loaders, &loader);
+    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
+    gm_pool_free(loader);
     if (st == GM_OK) {
         st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
                             m->opt.cache_length);
@@ -102,8 +112,22 @@ static gm_status check_ranks_agree(gm_model *m) {
     return GM_OK;
 }
 
+typedef struct tok_job {
+    const char *path;
+    gm_tokenizer *tok;
+} tok_job;
+
+static void *tokenizer_thread(void *arg) {
+    tok_job *t = arg;
+    if (gm_tokenizer_load(t->path, &t->tok) != GM_OK) t->tok = NULL;
+    return NULL;
+}
+
 gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_model **out) {
     *out = NULL;
+    tok_job tok = {NULL, NULL};
+    pthread_t tok_thread;
+    bool tok_started = false;
     gm_load_options opt;
     if (opt_in) opt = *opt_in;
     else gm_load_options_default(&opt);
@@ -128,11 +152,15 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         int total = m->n_ranks * opt.devices;
         m->sharding = opt.sharding == GM_SHARDING_AUTO ? (total > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED)
                                                         : opt.sharding;
-        /* only rank 0 tokenizes; the others follow its token ids */
-        if (m->rank == 0 && gm_tokenizer_load(path, &m->tok) != GM_OK) m->tok = NULL;
+        /* only rank 0 tokenizes; the others follow its token ids. The tokenizer is built by its own
+         * thread while the weights load (it reads the file on its own). */
+        if (m->rank == 0) {
+            tok.path = path;
+            tok_started = pthread_create(&tok_thread, NULL, tokenizer_thread, &tok) == 0;
+            if (!tok_started) tokenizer_thread(&tok);
+        }
         st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
         gm_source_release_tokenizer_arrays(m->src);
-        if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0; a failure there aborts the job (CLI) */
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
@@ -153,6 +181,9 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
             free(j);
         }
     }
+    if (tok_started) pthread_join(tok_thread, NULL);
+    m->tok = tok.tok;
+    if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0 only; a failure there aborts the job (CLI) */
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
     if (st != GM_OK) {
         gm_model_free(m);

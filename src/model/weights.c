@@ -65,8 +65,84 @@ static gm_status load_vector(const gm_source *src, const char *name, uint64_t n,
     return GM_OK;
 }
 
-static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, const char *name,
-                             uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
+static bool exact_mode(void) {
+    const char *e = getenv("GM_EXACT");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* Rows [r, r + n) of this device's slice, as stored, into dst (n rows of m->row_bytes). */
+static gm_status read_slice_rows(const gm_source *src, const gm_tensor_info *t, const gm_matrix *m,
+                                 const gm_dtype_info *di, uint64_t r, uint64_t n, uint8_t *dst, uint8_t *rowbuf) {
+    if (m->plan.split != GM_SPLIT_COLS) return gm_source_read_rows(src, t, m->lo + r, n, dst);
+    /* column slice: one ranged read per row (only this device's bytes are kept) */
+    uint64_t col_byte0 = m->lo / di->block * di->bytes;
+    for (uint64_t i = 0; i < n; i++) {
+        GM_TRY(gm_source_read_rows(src, t, r + i, 1, rowbuf));
+        memcpy(dst + i * m->row_bytes, rowbuf + col_byte0, m->row_bytes);
+    }
+    return GM_OK;
+}
+
+/* A quantized (or BF16) slice, packed into 16-row panels. The device's threads each read and pack a
+ * share of the panels through their own staging buffer of about 1 MiB, so the copy out of the page
+ * cache, the first touch of the new pages and the packing all run in parallel. */
+typedef struct pack_job {
+    const gm_source *src;
+    const gm_tensor_info *t;
+    gm_matrix *m;
+    const gm_dtype_info *di;
+    gm_status st[256];
+    char err[256][160];
+} pack_job;
+
+static void pack_worker(void *ctx, int i, int n) {
+    pack_job *j = ctx;
+    gm_matrix *m = j->m;
+    size_t panels = ((size_t)m->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS, lo, hi;
+    gm_split_range(panels, n, i, 1, &lo, &hi);
+    size_t r_end = hi * GM_PANEL_ROWS < m->rows ? hi * GM_PANEL_ROWS : (size_t)m->rows;
+    size_t chunk = (1u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
+    if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
+    uint8_t *stage = malloc(chunk * m->row_bytes);
+    uint8_t *rowbuf = m->plan.split == GM_SPLIT_COLS ? malloc(j->t->row_bytes) : NULL;
+    gm_status st = stage && (rowbuf || m->plan.split != GM_SPLIT_COLS) ? GM_OK : gm_fail(GM_ERR_NOMEM, "out of memory");
+    for (size_t r = lo * GM_PANEL_ROWS; r < r_end && st == GM_OK; r += chunk) {
+        size_t nr = r_end - r < chunk ? r_end - r : chunk;
+        st = read_slice_rows(j->src, j->t, m, j->di, r, nr, stage, rowbuf);
+        if (st == GM_OK) gm_pack_rows(&m->packed, stage, m->row_bytes, r, r + nr);
+    }
+    free(stage);
+    free(rowbuf);
+    if (i < 256) {
+        j->st[i] = st;
+        if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+    }
+}
+
+static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
+                             int dev, gm_pool *pool, uint64_t *bytes) {
+    size_t pbytes = gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols);
+    gm_pack_describe(t->type, (size_t)m->rows, (size_t)m->cols, &m->packed);
+    m->packed.data = alloc_weights(pbytes);
+    if (!m->packed.data)
+        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(src), pbytes,
+                       t->name, dev);
+    *bytes += pbytes;
+    pack_job *j = calloc(1, sizeof *j);
+    if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    j->src = src, j->t = t, j->m = m, j->di = di;
+    /* small matrices are not worth waking the other threads for */
+    if (pool && pbytes >= (1u << 20)) gm_pool_run(pool, pack_worker, j);
+    else pack_worker(j, 0, 1);
+    gm_status st = GM_OK;
+    for (int i = 0; i < gm_pool_size(pool) && i < 256 && st == GM_OK; i++)
+        if (j->st[i] != GM_OK) st = gm_fail(j->st[i], "%s", j->err[i]);
+    free(j);
+    return st;
+}
+
+static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
+                             const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
     const gm_tensor_info *t = need(src, name);
     if (!t) return GM_ERR_FORMAT;
     GM_TRY(expect_shape(src, t, ne0, ne1));
@@ -105,6 +181,8 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
         m->cols = ne0;
         m->row_bytes = (size_t)t->row_bytes;
     }
+    if (!exact_mode() && gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols) > 0)
+        return load_packed(src, t, m, di, dev, pool, bytes);
     size_t total = (size_t)(m->rows * m->row_bytes);
     m->data = alloc_weights(total);
     if (!m->data)
@@ -125,13 +203,20 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
     return st;
 }
 
+void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out) {
+    if (m->packed.data) gm_packed_row(&m->packed, (size_t)r, out);
+    else gm_dequant_row(m->type, (const uint8_t *)m->data + r * m->row_bytes, out, (size_t)m->cols);
+}
+
 static void free_matrix(gm_matrix *m) {
     free(m->data);
+    free(m->packed.data);
     free(m->off);
     memset(m, 0, sizeof *m);
 }
 
-gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_device_weights *w) {
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
+                          gm_device_weights *w) {
     const gm_config *c = gm_source_config(src);
     memset(w, 0, sizeof *w);
     uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, H = (uint64_t)c->head_dim;
@@ -139,7 +224,7 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
     bool add1 = c->norms_add_one;
     w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
     if (!w->layers) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    GM_TRY(load_matrix(src, rule, n_dev, dev, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
+    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
     GM_TRY(load_vector(src, "output_norm.weight", D, add1, &w->final_norm, &w->bytes));
     char name[128];
     for (int l = 0; l < c->n_layers; l++) {
@@ -149,7 +234,7 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
     GM_TRY(load_vector(src, name, n, add1, &L->field, &w->bytes))
 #define MAT(field, suffix, ne0, ne1)                                                                                   \
     snprintf(name, sizeof name, "blk.%d." suffix ".weight", l);                                                        \
-    GM_TRY(load_matrix(src, rule, n_dev, dev, name, ne0, ne1, &L->field, &w->bytes))
+    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, name, ne0, ne1, &L->field, &w->bytes))
         VEC(attn_norm, "attn_norm", D);
         VEC(post_attn_norm, "post_attention_norm", D);
         VEC(ffn_norm, "ffn_norm", D);

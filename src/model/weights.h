@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
+#include "base/threads.h"
 #include "io/source.h"
+#include "kernels/packed.h"
 #include "shard/plan.h"
 
 typedef struct gm_matrix {
@@ -15,8 +17,9 @@ typedef struct gm_matrix {
     gm_tensor_plan plan;
     uint64_t lo, hi;       /* this device's range along the split dim (rows for NONE/ROWS, cols for COLS) */
     uint64_t rows, cols;   /* local slice shape */
-    size_t row_bytes;      /* bytes of one local row */
-    void *data;            /* [rows][row_bytes], as stored in the file */
+    size_t row_bytes;      /* bytes of one local row (as stored in the file) */
+    void *data;            /* [rows][row_bytes] as stored in the file, or NULL when packed */
+    gm_packed packed;      /* quantized types: the local slice as 16-row panels (packed.data != NULL) */
     uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
 } gm_matrix;
 
@@ -41,8 +44,14 @@ typedef struct gm_device_weights {
     uint64_t bytes;        /* bytes this device holds */
 } gm_device_weights;
 
-/* Load device `device` of `n_devices`: only its slices are read from the source. */
-gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_device_weights *w);
+/* Load device `device` of `n_devices`: only its slices are read from the source. Quantized matrices
+ * are packed for the int16-activation kernels unless the environment sets GM_EXACT=1 (then every
+ * product runs the f32 kernels of matvec.h on the file's layout). `pool` (the device's threads, may
+ * be NULL) shares the reading and packing. */
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_pool *pool,
+                          gm_device_weights *w);
 void gm_weights_free(gm_device_weights *w, int n_layers);
+/* Row r of a local slice as f32 (packed or not). */
+void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out);
 
 #endif

@@ -1,4 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
+#include "base/clock.h"
 #include "shard/comm.h"
 
 #include <stdlib.h>
@@ -15,13 +16,8 @@ struct gm_comm {
     size_t *scratch_cap;
     size_t *rank_off;    /* [n_ranks + 1] for MPI gathers */
     gm_comm_stats stats; /* updated by local device 0 only */
+    int shared_failed;   /* reduce-scatter: device 0 could not size the shared scratch */
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out) {
     *out = NULL;
@@ -69,7 +65,7 @@ static void account(gm_comm *c, int local, double bytes, double t0) {
     if (local != 0) return;
     c->stats.calls++;
     c->stats.bytes += (uint64_t)bytes;
-    c->stats.seconds += now_s() - t0;
+    c->stats.seconds += gm_now_seconds() - t0;
 }
 
 gm_status gm_comm_barrier(gm_comm *c, int local) {
@@ -82,7 +78,7 @@ gm_status gm_comm_barrier(gm_comm *c, int local) {
 gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     if (c->n_local > 1) {
         if (c->scratch_cap[local] < n) {
@@ -123,7 +119,7 @@ gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
 gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off) {
     int P = gm_comm_devices(c);
     if (P == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     int base = c->rank * c->n_local;
     if (c->n_local > 1) {
@@ -156,9 +152,68 @@ gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *of
     return st;
 }
 
+gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t *off) {
+    int P = gm_comm_devices(c);
+    if (P == 1) return GM_OK;
+    double t0 = gm_now_seconds();
+    gm_status st = GM_OK;
+    int base = c->rank * c->n_local;
+    size_t total = off[P];
+    if (c->n_ranks > 1 && local == 0) {
+        /* device 0's scratch is shared here: the rank's local sum [total] and what MPI returns to the rank */
+        size_t need = total + (off[base + c->n_local] - off[base]);
+        c->shared_failed = 0;
+        if (c->scratch_cap[0] < need) {
+            float *sc = realloc(c->scratch[0], need * sizeof *sc);
+            if (!sc) c->shared_failed = 1;
+            else {
+                c->scratch[0] = sc;
+                c->scratch_cap[0] = need;
+            }
+        }
+    }
+    c->slots[local] = buf;
+    gm_barrier_wait(&c->barrier);
+    if (c->n_ranks == 1) {
+        /* device d sums segment d of every buffer in device order and writes only its own buffer */
+        size_t lo = off[local], hi = off[local + 1];
+        for (size_t i = lo; i < hi; i++) {
+            float acc = ((const float *)c->slots[0])[i];
+            for (int d = 1; d < c->n_local; d++) acc += ((const float *)c->slots[d])[i];
+            buf[i] = acc;
+        }
+        gm_barrier_wait(&c->barrier); /* nobody may touch its buffer while others still read it */
+    } else {
+        if (c->shared_failed) st = gm_fail(GM_ERR_NOMEM, "reduce-scatter: cannot allocate %zu floats", total);
+        float *sum = c->scratch[0];
+        if (st == GM_OK) {
+            size_t a, b;
+            gm_split_range(total, c->n_local, local, 16, &a, &b);
+            for (size_t i = a; i < b; i++) {
+                float acc = ((const float *)c->slots[0])[i];
+                for (int d = 1; d < c->n_local; d++) acc += ((const float *)c->slots[d])[i];
+                sum[i] = acc;
+            }
+        }
+        gm_barrier_wait(&c->barrier);
+        if (local == 0 && st == GM_OK) {
+            for (int r = 0; r <= c->n_ranks; r++) c->rank_off[r] = off[r * c->n_local];
+            st = gm_mpi_reduce_scatter(sum, sum + total, c->rank_off);
+            c->shared_failed = st != GM_OK;
+        }
+        gm_barrier_wait(&c->barrier);
+        if (c->shared_failed && st == GM_OK) st = gm_fail(GM_ERR_COMM, "reduce-scatter: the MPI exchange failed on device 0");
+        int g = base + local;
+        if (st == GM_OK) memcpy(buf + off[g], sum + total + (off[g] - off[base]), (off[g + 1] - off[g]) * sizeof *buf);
+        gm_barrier_wait(&c->barrier);
+    }
+    account(c, local, (double)(P - 1) / P * (double)total * sizeof(float), t0);
+    return st;
+}
+
 gm_status gm_comm_broadcast(gm_comm *c, int local, void *buf, size_t n) {
     if (gm_comm_devices(c) == 1) return GM_OK;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     if (c->n_ranks > 1 && local == 0) st = gm_mpi_broadcast(buf, n);
     c->slots[local] = buf;

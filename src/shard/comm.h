@@ -33,6 +33,10 @@ gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n);
 /* Device g owns buf[off[g] .. off[g+1]) (off has devices+1 entries); afterwards every device's buf
  * holds every segment. */
 gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off);
+/* Device g's buf[0 .. off[devices]) holds its contribution; afterwards buf[off[g] .. off[g+1]) on device g
+ * holds the sum over all devices of that segment (summed in device order, so every device count that
+ * splits the same way gets the same floats); the rest of buf is unspecified. */
+gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t *off);
 /* Copy n bytes from global device 0 to all. */
 gm_status gm_comm_broadcast(gm_comm *c, int local, void *buf, size_t n);
 gm_status gm_comm_barrier(gm_comm *c, int local);
@@ -47,6 +51,8 @@ gm_status gm_mpi_all_reduce(float *buf, size_t n);
 gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off); /* rank r owns [rank_off[r], rank_off[r+1]) */
 gm_status gm_mpi_broadcast(void *buf, size_t n);
 gm_status gm_mpi_barrier(void);
+/* in[0 .. rank_off[n_ranks]) summed over ranks; rank r receives [rank_off[r], rank_off[r+1]) into out. */
+gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_off);
 bool gm_mpi_available(void);
 
 #endif

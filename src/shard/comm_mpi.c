@@ -68,6 +68,17 @@ gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off) {
     return st;
 }
 
+gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_off) {
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int *counts = malloc((size_t)n * sizeof *counts);
+    if (!counts) return gm_fail(GM_ERR_NOMEM, "reduce-scatter: out of memory");
+    for (int r = 0; r < n; r++) counts[r] = (int)(rank_off[r + 1] - rank_off[r]);
+    gm_status st = mpi_check(MPI_Reduce_scatter(in, out, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "reduce-scatter");
+    free(counts);
+    return st;
+}
+
 gm_status gm_mpi_broadcast(void *buf, size_t n) {
     return mpi_check(MPI_Bcast(buf, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD), "broadcast");
 }

@@ -13,6 +13,10 @@ gm_status gm_mpi_all_reduce(float *buf, size_t n) { (void)buf; (void)n; return n
 gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off) { (void)buf; (void)rank_off; return no_mpi(); }
 gm_status gm_mpi_broadcast(void *buf, size_t n) { (void)buf; (void)n; return no_mpi(); }
 gm_status gm_mpi_barrier(void) { return no_mpi(); }
+gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_off) {
+    (void)in, (void)out, (void)rank_off;
+    return no_mpi();
+}
 bool gm_mpi_available(void) { return false; }
 #else
 typedef int gm_comm_nompi_unused;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "model/gemma3_constants.h"
 #include "text/utf8.h"
@@ -22,12 +23,6 @@ const char *gm_stop_reason_name(gm_stop_reason r) {
     case GM_STOP_CALLBACK: return "callback";
     }
     return "?";
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int32_t argmax(const float *x, int n) {
@@ -90,10 +85,10 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         free(gen);
         return gm_fail(GM_ERR_NOMEM, "out of memory");
     }
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     gm_status status = gm_session_forward(s, prompt, n_prompt, logits, NULL);
-    r.prefill_seconds = now_s() - t0;
-    t0 = now_s();
+    r.prefill_seconds = gm_now_seconds() - t0;
+    t0 = gm_now_seconds();
     while (status == GM_OK) {
         if (opt.interrupt && *opt.interrupt) {
             r.stop = GM_STOP_INTERRUPTED;
@@ -158,7 +153,7 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         }
         status = gm_session_forward(s, &id, 1, logits, NULL);
     }
-    r.decode_seconds = now_s() - t0;
+    r.decode_seconds = gm_now_seconds() - t0;
     if (status == GM_OK && tok && !st.text) { /* only stop tokens, or no tokenizer output yet */
         st.text = calloc(1, 1);
         if (!st.text) status = gm_fail(GM_ERR_NOMEM, "out of memory");

@@ -3,8 +3,7 @@
 # generated alone, on 1 device, 2 devices (3 rows: padded), 3 devices, and 2 MPI ranks x 2 devices.
 set -u
 [ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/../cli_env.sh"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 M=$GM_TEST_MODEL
 printf 'The capital of France is\nThe history of the Roman Empire is\ndef fibonacci(n):\n' > "$T/prompts.txt"

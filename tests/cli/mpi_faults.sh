@@ -11,11 +11,10 @@ CLI=${GM_CLI:?GM_CLI must name the gemma binary}
 FIX=${GM_FIXTURES:-$(dirname "$0")/../fixtures}
 command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
 ldd "$CLI" 2>/dev/null | grep -q libmpi || { echo "CLI built without MPI: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/../cli_env.sh"
 # sanitizer builds: OpenMPI's own allocations live until exit (tests/lsan.supp explains the full unwind)
 SRC=${GM_SOURCE:-$(dirname "$0")/../..}
-export LSAN_OPTIONS="suppressions=$SRC/tests/lsan.supp:fast_unwind_on_malloc=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$SRC/tests/lsan.supp:$LSAN_OPTIONS"
 fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fail=1; }

@@ -4,8 +4,7 @@
 set -u
 [ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
 command -v mpirun >/dev/null || { echo "mpirun missing"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/../cli_env.sh"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 DIFF="$GM_BUILD/tests-tools/logits_diff"
 PROMPT="The history of the Roman Empire is"

@@ -6,8 +6,7 @@
 set -u
 PY=${GM_PYTHON:-python3}
 "$PY" -c "import numpy, gguf" 2>/dev/null || { echo "$PY lacks numpy/gguf (scripts/setup.sh installs them)"; exit 1; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+. "$(dirname "$0")/../cli_env.sh"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 CHECK="$GM_BUILD/tests-tools/random_shapes_check"
 shapes="1b 4b 27b"

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""gemma.c against llama.cpp on the same GGUF files, same thread counts, in one run.
+
+For every (model, threads): R repetitions, each running, one after the other,
+  gemma.c      `gemma bench -m M --threads T --prompt-tokens P --gen-tokens G --json`
+  llama.cpp    bench/peer_llamacpp.py through llama-cpp-python, weights read into memory (mmap 0)
+  llama.cpp    the same with mmap'd weights (mmap 1)          (its best load mode counts)
+as separate processes. Before each run the script waits until the machine is idle (other processes
+below --idle-cores of CPU over 1 s); each run is checked afterwards: CPU time used by processes other
+than the measured one, from /proc/stat minus the child's own rusage, divided by the run's wall time,
+must stay below --idle-cores, else the run is "disturbed" and repeated (up to --retries times; a
+run still disturbed then is kept and counted). Medians over the repetitions, then ratios
+gemma.c / llama.cpp (best load mode, per metric).
+
+Also: the read-bandwidth ceiling (build/bench_membw, 1 and 2 threads) and decode efficiency =
+bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token prompt including
+model load, warm page cache (gemma.c: load_ms + ttft_ms of `gemma bench --prompt-tokens 16
+--gen-tokens 0`, and the whole process's wall time; llama.cpp: Llama() + eval + argmax).
+
+The peer: llama-cpp-python from PyPI, built from source (--build-peer DIR builds it into a venv:
+CPU-only, AVX-512/VNNI/BF16/AVX-VNNI on, AMX off because its AMX path crashes on this machine, see
+docs/BENCHMARKS.md). Usage:
+  python3 bench/compare_llamacpp.py --gemma build/gemma --peer-python /work/peer/venv/bin/python \\
+      --model /work/models/gemma-3-270m-q4_k_m.gguf --model /work/models/random-1b-q8_0.gguf \\
+      --model /work/models/random-1b-bf16.gguf --threads 1,2 --reps 5 --out /tmp/compare.md
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HZ = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PEER_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
+                   "-DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON "
+                   "-DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF "
+                   "-DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF")
+
+
+def cpu_busy_seconds():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal ...
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+    return busy / HZ
+
+
+def wait_idle(limit, timeout):
+    """Wait until other load < limit cores over 1 s; returns the last measured load."""
+    t_end = time.time() + timeout
+    while True:
+        b0, t0 = cpu_busy_seconds(), time.time()
+        time.sleep(1.0)
+        load = (cpu_busy_seconds() - b0) / (time.time() - t0)
+        if load < limit or time.time() > t_end:
+            return load
+
+
+def run_measured(cmd, env=None):
+    """Run cmd; returns (stdout, wall seconds, other-process cores during the run)."""
+    b0, t0 = cpu_busy_seconds(), time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.time() - t0
+    other = (cpu_busy_seconds() - b0 - (ru.ru_utime + ru.ru_stime)) / wall
+    if status != 0:
+        raise RuntimeError(f"{cmd[0]} exited with status {status}: {' '.join(cmd)}")
+    return out.decode(), wall, max(0.0, other)
+
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.disturbed_kept = 0
+        self.retried = 0
+
+    def measure(self, cmd, env=None):
+        for attempt in range(self.a.retries + 1):
+            wait_idle(self.a.idle_cores, self.a.idle_timeout)
+            out, wall, other = run_measured(cmd, env)
+            if other < self.a.idle_cores:
+                break
+            self.retried += 1
+            print(f"  disturbed ({other:.2f} other cores), retry {attempt + 1}: {' '.join(cmd[-8:])}", file=sys.stderr)
+        else:
+            self.disturbed_kept += 1
+        res = json.loads(out.strip().splitlines()[-1])
+        res["_wall_s"], res["_other_cores"] = wall, other
+        return res
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def build_peer(dest):
+    venv = os.path.join(dest, "venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        subprocess.check_call([sys.executable, "-m", "venv", venv])
+    env = dict(os.environ, CMAKE_ARGS=PEER_CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL=str(NCPU))
+    subprocess.check_call([py, "-m", "pip", "install", "--no-cache-dir", "--no-binary", "llama-cpp-python",
+                           "llama-cpp-python==0.3.36", "numpy"], env=env)
+    return py
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gemma", default="build/gemma")
+    ap.add_argument("--membw", default="build/bench_membw")
+    ap.add_argument("--peer-python", default=None, help="python of a venv with llama-cpp-python")
+    ap.add_argument("--build-peer", default=None, metavar="DIR", help="build llama-cpp-python into DIR/venv first")
+    ap.add_argument("--model", action="append", required=True)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--prompt-tokens", type=int, default=512)
+    ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--ttft-tokens", type=int, default=16)
+    ap.add_argument("--idle-cores", type=float, default=0.15)
+    ap.add_argument("--idle-timeout", type=float, default=120)
+    ap.add_argument("--retries", type=int, default=3)
+    ap.add_argument("--peer-mmap", default="0,1", help="llama.cpp load modes to run (0 = read, 1 = mmap)")
+    ap.add_argument("--out", default=None, help="also write the markdown report here")
+    a = ap.parse_args()
+    peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
+    threads = [int(t) for t in a.threads.split(",")]
+    mmaps = [int(m) for m in a.peer_mmap.split(",")] if peer_py else []
+    R = Runner(a)
+    t_start = time.strftime("%Y-%m-%d %H:%M:%S")
+    load_before = os.getloadavg()
+
+    # bandwidth ceiling
+    bw = {}
+    for t in threads:
+        vals = []
+        for _ in range(3):
+            wait_idle(a.idle_cores, a.idle_timeout)
+            out, _, _ = run_measured([a.membw, "--threads", str(t), "--mib", "1024", "--passes", "7", "--json"])
+            vals.append(json.loads(out)[0]["best_gb_s"])
+        bw[t] = {"median": med(vals), "max": max(vals), "all": vals}
+        print(f"read bandwidth {t} thread(s): {vals} GB/s", file=sys.stderr)
+
+    rows = []
+    for model in a.model:
+        name = os.path.basename(model)
+        for t in threads:
+            ours, peer = [], {m: [] for m in mmaps}
+            for rep in range(a.reps):
+                ours.append(R.measure([a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens",
+                                       str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens), "--json"]))
+                for m in mmaps:
+                    peer[m].append(R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t),
+                                              "--mmap", str(m), "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)]))
+                print(f"{name} t={t} rep {rep + 1}: ours pp {ours[-1]['prefill_tok_s']:.1f} tg "
+                      f"{ours[-1]['decode_tok_s']:.2f}" + "".join(
+                          f" | peer mmap{m} pp {peer[m][-1]['prefill_tok_s']:.1f} tg {peer[m][-1]['decode_tok_s']:.2f}"
+                          for m in mmaps), file=sys.stderr)
+            # time to first token, 16-token prompt, load included (page cache warm from the runs above)
+            ttft_ours, ttft_wall, ttft_peer = [], [], []
+            for rep in range(a.reps):
+                r = R.measure([a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.ttft_tokens),
+                               "--gen-tokens", "0", "--json"])
+                ttft_ours.append(r["load_ms"] + r["ttft_ms"])
+                ttft_wall.append(r["_wall_s"] * 1000)
+                if peer_py:
+                    best_mode = 1 if 1 in mmaps else mmaps[0]
+                    p = R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t), "--mmap",
+                                   str(best_mode), "-p", "8", "-n", "0", "--ttft-tokens", str(a.ttft_tokens)])
+                    ttft_peer.append(p["ttft_ms"])
+            row = {
+                "model": name, "threads": t,
+                "ours_pp": med([r["prefill_tok_s"] for r in ours]), "ours_tg": med([r["decode_tok_s"] for r in ours]),
+                "ours_bytes": med([r.get("bytes_read_per_token") for r in ours]),
+                "ours_rss": med([r["peak_rss_mb"] for r in ours]),
+                "ours_ttft": med(ttft_ours), "ours_ttft_wall": med(ttft_wall), "peer_ttft": med(ttft_peer),
+                "kernels": ours[0].get("kernels", ""),
+                "ours_pp_all": [round(r["prefill_tok_s"], 1) for r in ours],
+                "ours_tg_all": [round(r["decode_tok_s"], 2) for r in ours],
+            }
+            for m in mmaps:
+                row[f"peer{m}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
+                row[f"peer{m}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
+                row[f"peer{m}_pp_all"] = [round(r["prefill_tok_s"], 1) for r in peer[m]]
+                row[f"peer{m}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
+            row["peer_pp"] = max((row[f"peer{m}_pp"] for m in mmaps), default=float("nan"))
+            row["peer_tg"] = max((row[f"peer{m}_tg"] for m in mmaps), default=float("nan"))
+            rows.append(row)
+
+    load_after = os.getloadavg()
+    lines = []
+    lines.append(f"Run {t_start} .. {time.strftime('%H:%M:%S')}; load average before {load_before[0]:.2f} / after "
+                 f"{load_after[0]:.2f}; {R.retried} disturbed runs repeated, {R.disturbed_kept} kept disturbed "
+                 f"(idle threshold {a.idle_cores} cores); medians of {a.reps} repetitions; prompt {a.prompt_tokens}, "
+                 f"decode {a.gen_tokens} tokens.")
+    lines.append("")
+    lines.append("| model | threads | decode tok/s gemma.c | decode llama.cpp (read / mmap) | decode ratio | "
+                 "prefill tok/s gemma.c | prefill llama.cpp (read / mmap) | prefill ratio | bytes/token | "
+                 "decode GB/s | % of read BW | TTFT 16 tok incl. load (ms): gemma.c (process) / llama.cpp |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        pm = " / ".join(f"{r.get(f'peer{m}_tg', float('nan')):.1f}" for m in mmaps)
+        pp = " / ".join(f"{r.get(f'peer{m}_pp', float('nan')):.0f}" for m in mmaps)
+        gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
+        eff = 100 * gbs / bw[r["threads"]]["median"]
+        lines.append(
+            f"| {r['model']} | {r['threads']} | {r['ours_tg']:.1f} | {pm} | {r['ours_tg'] / r['peer_tg']:.2f}x | "
+            f"{r['ours_pp']:.0f} | {pp} | {r['ours_pp'] / r['peer_pp']:.2f}x | {r['ours_bytes'] / 1e6:.0f} MB | "
+            f"{gbs:.1f} | {eff:.0f} % | {r['ours_ttft']:.0f} ({r['ours_ttft_wall']:.0f}) / {r['peer_ttft']:.0f} |")
+    lines.append("")
+    lines.append("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
+        f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
+        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ".")
+    lines.append("")
+    lines.append("Per-repetition values (tok/s), prefill | decode:")
+    lines.append("")
+    for r in rows:
+        s = f"- {r['model']} t={r['threads']}: gemma.c {r['ours_pp_all']} | {r['ours_tg_all']}"
+        for m in mmaps:
+            s += f"; llama.cpp mmap={m} {r[f'peer{m}_pp_all']} | {r[f'peer{m}_tg_all']}"
+        lines.append(s)
+    report = "\n".join(lines)
+    print(report)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+/* AVX-512 versions of rmsnorm, geglu and the attention rows (ops.h). */
+#include <math.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/ops.h"
+#include "kernels/quant_x86.h"
+
+/* e^x to about 1 ulp (Cephes expf: x = n ln2 + r, degree-6 polynomial, 2^n by scalef);
+ * underflows to 0 below about -104, overflows to inf above 88.7, NaN stays NaN. */
+GM_AI __m512 exp16(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.72283f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+static void rmsnorm_avx512(float *out, const float *x, const float *w, size_t n, float eps) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), b = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    double ss = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float inv = 1.0f / sqrtf((float)(ss / (double)n) + eps);
+    __m512 v = _mm512_set1_ps(inv);
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), v), _mm512_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * inv * w[i];
+}
+
+/* gelu_tanh(g) * up = g * up / (1 + e^(-2u)), u = sqrt(2/pi) (g + 0.044715 g^3): the same function
+ * as 0.5 g (1 + tanh u) up, without its cancellation for negative u */
+GM_AI __m512 geglu16(__m512 g, __m512 up) {
+    __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+    __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), g3, g));
+    __m512 e = exp16(_mm512_mul_ps(u, _mm512_set1_ps(-2.0f)));
+    return _mm512_div_ps(_mm512_mul_ps(g, up), _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
+}
+
+static void geglu_avx512(float *out, const float *gate, const float *up, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, geglu16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(out + i, m, geglu16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+    }
+}
+
+/* [sum a, sum b, sum c, sum d] */
+GM_AI __m128 hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+#define H8(v) _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))
+#define H4(v) _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+    __m128 a4 = H4(H8(a)), b4 = H4(H8(b)), c4 = H4(H8(c)), d4 = H4(H8(d));
+#undef H8
+#undef H4
+    return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
+}
+
+/* Rows share each key and value load: scores for all rows at a position, then softmax per row,
+ * then the value sum 64 columns at a time with every row's accumulators in registers. */
+static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+                                  size_t H, float softcap, float *scores) {
+    if (H % 64 || a->n > 4) {
+        gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+        return;
+    }
+    const int n = a->n;
+    int lo = a->first[0], hi = a->last[0];
+    for (int i = 1; i < n; i++) {
+        if (a->first[i] < lo) lo = a->first[i];
+        if (a->last[i] > hi) hi = a->last[i];
+    }
+    const size_t len = (size_t)(hi - lo + 1);
+    const float *q[4];
+    for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
+    /* scores: sc[i][s - lo] */
+    for (int s = lo; s <= hi; s++) {
+        const float *k = K + (size_t)(s % slots) * stride;
+        _mm_prefetch((const char *)(K + (size_t)((s + 2) % slots) * stride), _MM_HINT_T0);
+        __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        for (size_t j = 0; j < H; j += 16) {
+            __m512 kv = _mm512_loadu_ps(k + j);
+            c0 = _mm512_fmadd_ps(_mm512_loadu_ps(q[0] + j), kv, c0);
+            c1 = _mm512_fmadd_ps(_mm512_loadu_ps(q[1] + j), kv, c1);
+            c2 = _mm512_fmadd_ps(_mm512_loadu_ps(q[2] + j), kv, c2);
+            c3 = _mm512_fmadd_ps(_mm512_loadu_ps(q[3] + j), kv, c3);
+        }
+        float d[4];
+        _mm_storeu_ps(d, hsum16x4(c0, c1, c2, c3));
+        for (int i = 0; i < n; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i];
+    }
+    /* softmax per row over its own positions; zero probability outside them */
+    for (int i = 0; i < n; i++) {
+        float *sc = scores + (size_t)i * len;
+        size_t f = (size_t)(a->first[i] - lo), l = (size_t)(a->last[i] - lo);
+        if (softcap > 0)
+            for (size_t s = f; s <= l; s++) sc[s] = softcap * tanhf(sc[s] / softcap);
+        float mx = -INFINITY;
+        for (size_t s = f; s <= l; s++) mx = sc[s] > mx ? sc[s] : mx;
+        __m512 m = _mm512_set1_ps(mx);
+        __m512d sum = _mm512_setzero_pd();
+        size_t s = f;
+        for (; s + 16 <= l + 1; s += 16) {
+            __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + s), m));
+            _mm512_storeu_ps(sc + s, e);
+            sum = _mm512_add_pd(sum, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(e)),
+                                                   _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1))));
+        }
+        if (s <= l) {
+            __mmask16 mk = (__mmask16)((1u << (l + 1 - s)) - 1);
+            __m512 e = _mm512_maskz_mov_ps(mk, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sc + s), m)));
+            _mm512_mask_storeu_ps(sc + s, mk, e);
+            sum = _mm512_add_pd(sum, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(e)),
+                                                   _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1))));
+        }
+        float inv = (float)(1.0 / _mm512_reduce_add_pd(sum));
+        for (size_t t = 0; t < f; t++) sc[t] = 0.0f;
+        for (s = f; s <= l; s++) sc[s] *= inv;
+        for (s = l + 1; s < len; s++) sc[s] = 0.0f;
+    }
+    /* out[i] = sum_s p_i[s] v_s, 64 columns at a time */
+    for (size_t c = 0; c < H; c += 64) {
+        __m512 acc[4][4];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
+        for (size_t s = 0; s < len; s++) {
+            const float *v = V + (size_t)((lo + (int)s) % slots) * stride + c;
+            __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), v2 = _mm512_loadu_ps(v + 32),
+                   v3 = _mm512_loadu_ps(v + 48);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                if (i >= n) break;
+                __m512 p = _mm512_set1_ps(scores[(size_t)i * len + s]);
+                acc[i][0] = _mm512_fmadd_ps(p, v0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(p, v1, acc[i][1]);
+                acc[i][2] = _mm512_fmadd_ps(p, v2, acc[i][2]);
+                acc[i][3] = _mm512_fmadd_ps(p, v3, acc[i][3]);
+            }
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < 4; j++) _mm512_storeu_ps(a->out[i] + c + 16 * j, acc[i][j]);
+    }
+}
+
+const gm_vec_ops gm_vec_avx512 = {rmsnorm_avx512, geglu_avx512, attention_rows_avx512};

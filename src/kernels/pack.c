@@ -1,0 +1,400 @@
+/* Re-laying quantized GGUF matrices out as 16-row panels (layout in packed.h), reading single rows
+ * back, and quantizing activations to int16. Scalar code: it runs once per weight at load time (the
+ * hot loop of packing Q8_0, the embedding's type, has its own fast path) and per activation vector. */
+#include <emmintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+
+#define F16(p) gm_f16_to_f32(gm_kernels_le16(p))
+
+gm_pack_kind gm_pack_kind_of(gm_dtype type) {
+    switch (type) {
+    case GM_Q4_0: case GM_Q8_0: return GM_PK_D16;
+    case GM_Q5_1: case GM_Q5_K: return GM_PK_SM32;
+    case GM_Q4_1: case GM_Q4_K: return GM_PK_N4SM;
+    case GM_Q5_0: return GM_PK_N5D;
+    case GM_Q6_K: return GM_PK_N6;
+    case GM_BF16: return GM_PK_BF16;
+    default: return GM_PK_NONE;
+    }
+}
+
+static size_t tile_bytes_of(gm_pack_kind k) {
+    switch (k) {
+    case GM_PK_D16: return 512 + 32;
+    case GM_PK_SM32: return 512 + 128;
+    case GM_PK_N4SM: return 256 + 128;
+    case GM_PK_N5D: return 256 + 64 + 32;
+    case GM_PK_N6: return 256 + 128 + 128;
+    case GM_PK_BF16: return 1024;
+    default: return 0;
+    }
+}
+
+/* Where a kind's scales start in a tile (after its codes). */
+static size_t scale_offset(gm_pack_kind k) {
+    switch (k) {
+    case GM_PK_N4SM: return 256;
+    case GM_PK_N5D: return 320;
+    case GM_PK_N6: return 384;
+    default: return 512;
+    }
+}
+
+static bool nibble_kind(gm_pack_kind k) { return k == GM_PK_N4SM || k == GM_PK_N5D || k == GM_PK_N6; }
+
+/* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
+int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
+    if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
+    int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
+    if (k != GM_PK_N4SM) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
+    if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
+    return c;
+}
+
+static size_t block_of(gm_dtype t) { return t == GM_Q4_K || t == GM_Q5_K || t == GM_Q6_K ? 256 : 32; }
+
+size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols) {
+    gm_pack_kind k = gm_pack_kind_of(type);
+    if (k == GM_PK_NONE || cols == 0 || cols % block_of(type)) return 0;
+    return (rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * (cols / 32) * tile_bytes_of(k);
+}
+
+void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P) {
+    memset(P, 0, sizeof *P);
+    P->kind = gm_pack_kind_of(type);
+    P->from = type;
+    P->rows = rows;
+    P->cols = cols;
+    P->tile_bytes = tile_bytes_of(P->kind);
+    P->panel_bytes = cols / 32 * P->tile_bytes;
+}
+
+/* One GGUF block of a row -> its integer codes (offset removed for the symmetric types) and, per
+ * 32 values, the scale and the additive term (per 16 values for Q6_K: s[0..15]). Every scale is the
+ * exact product the reference dequantizer forms, so s * q (+ m) rounds exactly as it does. */
+static void decode_block(gm_dtype t, const uint8_t *b, int8_t *q, float *s, float *m) {
+    switch (t) {
+    case GM_Q8_0:
+        s[0] = F16(b);
+        memcpy(q, b + 2, 32);
+        return;
+    case GM_Q4_0:
+        s[0] = F16(b);
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)((b[2 + j] & 15) - 8);
+            q[j + 16] = (int8_t)((b[2 + j] >> 4) - 8);
+        }
+        return;
+    case GM_Q4_1:
+        s[0] = F16(b);
+        m[0] = F16(b + 2);
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)(b[4 + j] & 15);
+            q[j + 16] = (int8_t)(b[4 + j] >> 4);
+        }
+        return;
+    case GM_Q5_0: case GM_Q5_1: {
+        int one = t == GM_Q5_1, o = one ? 4 : 2;
+        s[0] = F16(b);
+        if (one) m[0] = F16(b + 2);
+        uint32_t qh = (uint32_t)b[o] | (uint32_t)b[o + 1] << 8 | (uint32_t)b[o + 2] << 16 | (uint32_t)b[o + 3] << 24;
+        const uint8_t *qs = b + o + 4;
+        for (int j = 0; j < 16; j++) {
+            int lo = (qs[j] & 15) | (int)((qh >> j) & 1) << 4;
+            int hi = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            q[j] = (int8_t)(one ? lo : lo - 16);
+            q[j + 16] = (int8_t)(one ? hi : hi - 16);
+        }
+        return;
+    }
+    case GM_Q4_K: case GM_Q5_K: {
+        const uint8_t *sc12 = b + 4;
+        float d = F16(b), dmin = F16(b + 2);
+        const uint8_t *qh = b + 16, *qs = b + (t == GM_Q5_K ? 48 : 16);
+        for (int k = 0; k < 8; k++) {
+            int sc, mm;
+            if (k < 4) {
+                sc = sc12[k] & 63;
+                mm = sc12[k + 4] & 63;
+            } else {
+                sc = (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4);
+                mm = (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4);
+            }
+            s[k] = d * (float)sc;
+            m[k] = -(dmin * (float)mm);
+            const uint8_t *qq = qs + 32 * (k / 2);
+            for (int l = 0; l < 32; l++) {
+                int v = (qq[l] >> (4 * (k & 1))) & 15;
+                if (t == GM_Q5_K) v |= ((qh[l] >> k) & 1) << 4;
+                q[32 * k + l] = (int8_t)v;
+            }
+        }
+        return;
+    }
+    case GM_Q6_K: {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = F16(b + 208);
+        for (int j = 0; j < 16; j++) s[j] = d * (float)sc[j];
+        for (int k = 0; k < 8; k++) {
+            int h = k / 4, kk = k % 4;
+            const uint8_t *lo = ql + 64 * h + 32 * (kk & 1), *hi = qh + 32 * h;
+            int shift = kk < 2 ? 0 : 4;
+            for (int l = 0; l < 32; l++) {
+                int v = ((lo[l] >> shift) & 15) | ((hi[l] >> (2 * kk)) & 3) << 4;
+                q[32 * k + l] = (int8_t)(v - 32);
+            }
+        }
+        return;
+    }
+    default: return;
+    }
+}
+
+static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
+static float get_f32(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Q8_0 (the embedding's type): codes and scale bytes move as they are. */
+/* 8 x 8 transpose of 16-bit elements (SSE2, baseline x86-64): out[j] lane i = in[i] lane j */
+static void transpose8x16(const __m128i in[8], __m128i out[8]) {
+    __m128i a0 = _mm_unpacklo_epi16(in[0], in[1]), a1 = _mm_unpackhi_epi16(in[0], in[1]);
+    __m128i a2 = _mm_unpacklo_epi16(in[2], in[3]), a3 = _mm_unpackhi_epi16(in[2], in[3]);
+    __m128i a4 = _mm_unpacklo_epi16(in[4], in[5]), a5 = _mm_unpackhi_epi16(in[4], in[5]);
+    __m128i a6 = _mm_unpacklo_epi16(in[6], in[7]), a7 = _mm_unpackhi_epi16(in[6], in[7]);
+    __m128i b0 = _mm_unpacklo_epi32(a0, a2), b1 = _mm_unpackhi_epi32(a0, a2);
+    __m128i b2 = _mm_unpacklo_epi32(a1, a3), b3 = _mm_unpackhi_epi32(a1, a3);
+    __m128i b4 = _mm_unpacklo_epi32(a4, a6), b5 = _mm_unpackhi_epi32(a4, a6);
+    __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
+    out[0] = _mm_unpacklo_epi64(b0, b4), out[1] = _mm_unpackhi_epi64(b0, b4);
+    out[2] = _mm_unpacklo_epi64(b1, b5), out[3] = _mm_unpackhi_epi64(b1, b5);
+    out[4] = _mm_unpacklo_epi64(b2, b6), out[5] = _mm_unpackhi_epi64(b2, b6);
+    out[6] = _mm_unpacklo_epi64(b3, b7), out[7] = _mm_unpackhi_epi64(b3, b7);
+}
+
+/* 4 x 4 transpose of 32-bit elements */
+static void transpose4x32(const __m128i in[4], __m128i out[4]) {
+    __m128i a0 = _mm_unpacklo_epi32(in[0], in[1]), a1 = _mm_unpackhi_epi32(in[0], in[1]);
+    __m128i a2 = _mm_unpacklo_epi32(in[2], in[3]), a3 = _mm_unpackhi_epi32(in[2], in[3]);
+    out[0] = _mm_unpacklo_epi64(a0, a2), out[1] = _mm_unpackhi_epi64(a0, a2);
+    out[2] = _mm_unpacklo_epi64(a1, a3), out[3] = _mm_unpackhi_epi64(a1, a3);
+}
+
+/* Q8_0: per tile, the 16 rows' 16 code pairs (u16) transposed to [pair][row]; scales verbatim.
+ * Missing rows (nrows < 16) stay zero. */
+static void pack_q8_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 544;
+        __m128i in[16][2];
+        for (size_t r = 0; r < 16; r++) {
+            if (r < nrows) {
+                const uint8_t *blk = W + r * rb + b * 34;
+                memcpy(t + 512 + 2 * r, blk, 2);
+                in[r][0] = _mm_loadu_si128((const __m128i *)(blk + 2));
+                in[r][1] = _mm_loadu_si128((const __m128i *)(blk + 18));
+            } else {
+                memset(t + 512 + 2 * r, 0, 2);
+                in[r][0] = in[r][1] = _mm_setzero_si128();
+            }
+        }
+        /* rows 8h..8h+7, pairs 8k..8k+7: an 8 x 8 block */
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 2; k++) {
+                __m128i blk[8], out[8];
+                for (int i = 0; i < 8; i++) blk[i] = in[8 * h + i][k];
+                transpose8x16(blk, out);
+                for (int j = 0; j < 8; j++) _mm_storeu_si128((__m128i *)(t + 32 * (8 * k + j) + 16 * h), out[j]);
+            }
+    }
+}
+
+/* BF16: per tile, the 16 rows' 16 value pairs (u32) transposed to [pair][row]. */
+static void pack_bf16_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 1024;
+        __m128i in[16][4];
+        for (size_t r = 0; r < 16; r++)
+            for (int k = 0; k < 4; k++)
+                in[r][k] = r < nrows ? _mm_loadu_si128((const __m128i *)(W + r * rb + b * 64 + 16 * k)) : _mm_setzero_si128();
+        for (int h = 0; h < 4; h++)     /* rows 4h..4h+3 */
+            for (int k = 0; k < 4; k++) { /* pairs 4k..4k+3 */
+                __m128i blk[4] = {in[4 * h][k], in[4 * h + 1][k], in[4 * h + 2][k], in[4 * h + 3][k]}, out[4];
+                transpose4x32(blk, out);
+                for (int j = 0; j < 4; j++) _mm_storeu_si128((__m128i *)(t + 64 * (4 * k + j) + 16 * h), out[j]);
+            }
+    }
+}
+
+/* Q5_0 -> N5D: byte 32g + 2r + j of a tile is byte 2g + j of row r's qs (low nibble = element
+ * 2g + j, high nibble = element 2g + j + 16, as in the tile), so the nibbles are an 8 x 16 transpose
+ * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. */
+static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    for (size_t b = 0; b < tiles; b++) {
+        uint8_t *t = dst + b * 352;
+        __m128i in[16];
+        uint32_t plane[16] = {0};
+        for (size_t r = 0; r < 16; r++) {
+            if (r >= nrows) {
+                memset(t + 320 + 2 * r, 0, 2);
+                in[r] = _mm_setzero_si128();
+                continue;
+            }
+            const uint8_t *blk = W + r * rb + b * 22;
+            memcpy(t + 320 + 2 * r, blk, 2);
+            uint32_t qh = gm_kernels_le32(blk + 2);
+            for (int p = 0; p < 16; p++) plane[p] |= ((qh >> (2 * p)) & 3u) << (2 * r);
+            in[r] = _mm_loadu_si128((const __m128i *)(blk + 6));
+        }
+        for (int h = 0; h < 2; h++) { /* rows 8h..8h+7 */
+            __m128i out[8];
+            transpose8x16(in + 8 * h, out);
+            for (int g = 0; g < 8; g++) _mm_storeu_si128((__m128i *)(t + 32 * g + 16 * h), out[g]);
+        }
+        for (int p = 0; p < 16; p++) {
+            uint8_t *o = t + 256 + 4 * p;
+            o[0] = (uint8_t)plane[p], o[1] = (uint8_t)(plane[p] >> 8), o[2] = (uint8_t)(plane[p] >> 16), o[3] = (uint8_t)(plane[p] >> 24);
+        }
+    }
+}
+
+/* One tile from the codes of its 16 rows (codes[r][c], c < 32; unsigned for the nibble kinds). */
+static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
+    if (k == GM_PK_D16 || k == GM_PK_SM32) {
+        for (int p = 0; p < 16; p++)
+            for (int r = 0; r < 16; r++) {
+                t[32 * p + 2 * r] = (uint8_t)codes[r][2 * p];
+                t[32 * p + 2 * r + 1] = (uint8_t)codes[r][2 * p + 1];
+            }
+        return;
+    }
+    for (int g = 0; g < 8; g++)
+        for (int i = 0; i < 32; i++) {
+            int r = i / 2, j = i & 1;
+            t[32 * g + i] = (uint8_t)((codes[r][2 * g + j] & 15) | (codes[r][2 * (g + 8) + j] & 15) << 4);
+        }
+    for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
+        for (int p = 0; p < 16; p++) {
+            uint32_t w = 0;
+            for (int i = 0; i < 32; i++) w |= (uint32_t)((codes[i / 2][2 * p + (i & 1)] >> bit) & 1) << i;
+            uint8_t *o = t + (bit == 4 ? 256 : 320) + 4 * p;
+            o[0] = (uint8_t)w, o[1] = (uint8_t)(w >> 8), o[2] = (uint8_t)(w >> 16), o[3] = (uint8_t)(w >> 24);
+        }
+}
+
+void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1) {
+    const size_t tiles = P->cols / 32, blk = block_of(P->from), per_block = blk / 32;
+    const size_t bbytes = gm_kernels_bytes_of(P->from, blk);
+    const size_t so = scale_offset(P->kind);
+    /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
+    const int off = P->kind == GM_PK_N5D ? 16 : P->kind == GM_PK_N6 ? 32 : 0;
+    for (size_t p0 = r0; p0 < r1; p0 += GM_PANEL_ROWS) {
+        uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
+        size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
+        const uint8_t *src = (const uint8_t *)W + (p0 - r0) * row_bytes;
+        if (P->from == GM_Q8_0) {
+            pack_q8_0_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        if (P->from == GM_BF16) {
+            pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        if (P->from == GM_Q5_0) {
+            pack_q5_0_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        memset(panel, 0, P->panel_bytes);
+        for (size_t bi = 0; bi < P->cols / blk; bi++) {
+            int8_t codes[8][16][32]; /* [tile of the block][row][column] */
+            if (nrows < 16) memset(codes, 0, sizeof codes);
+            for (size_t r = 0; r < nrows; r++) {
+                const uint8_t *block = src + r * row_bytes + bi * bbytes;
+                int8_t q[256];
+                float sc[16], m[8];
+                decode_block(P->from, block, q, sc, m);
+                for (size_t k = 0; k < per_block; k++) {
+                    uint8_t *t = panel + (bi * per_block + k) * P->tile_bytes;
+                    for (int c = 0; c < 32; c++) codes[k][r][c] = (int8_t)(q[32 * k + (size_t)c] + off);
+                    switch (P->kind) {
+                    case GM_PK_D16: case GM_PK_N5D: memcpy(t + so + 2 * r, block, 2); break; /* d, verbatim */
+                    case GM_PK_SM32: case GM_PK_N4SM:
+                        put_f32(t + so + 4 * r, sc[k]);
+                        put_f32(t + so + 64 + 4 * r, m[k]);
+                        break;
+                    case GM_PK_N6:
+                        put_f32(t + so + 4 * r, sc[2 * k]);
+                        put_f32(t + so + 64 + 4 * r, sc[2 * k + 1]);
+                        break;
+                    default: break;
+                    }
+                }
+            }
+            for (size_t k = 0; k < per_block; k++) put_codes(P->kind, panel + (bi * per_block + k) * P->tile_bytes, codes[k]);
+        }
+    }
+}
+
+void gm_packed_row(const gm_packed *P, size_t r, float *out) {
+    const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
+    size_t i = r % GM_PANEL_ROWS;
+    for (size_t b = 0; b < P->cols / 32; b++) {
+        const uint8_t *t = panel + b * P->tile_bytes;
+        if (P->kind == GM_PK_BF16) {
+            for (int c = 0; c < 32; c++) out[32 * b + (size_t)c] = gm_bf16_to_f32(gm_kernels_le16(t + 64 * (c / 2) + 4 * i + 2 * (c & 1)));
+            continue;
+        }
+        const size_t so = scale_offset(P->kind);
+        for (int c = 0; c < 32; c++) {
+            int code = gm_packed_code(P->kind, t, c / 2, (int)(2 * i) + (c & 1));
+            float w;
+            switch (P->kind) {
+            case GM_PK_D16: w = F16(t + so + 2 * i) * (float)code; break;
+            case GM_PK_N5D: w = F16(t + so + 2 * i) * (float)(code - 16); break;
+            case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
+            case GM_PK_N6: w = get_f32(t + so + 64 * (size_t)(c / 16) + 4 * i) * (float)(code - 32); break;
+            default: w = 0; break;
+            }
+            out[32 * b + (size_t)c] = w;
+        }
+    }
+}
+
+/* x = hi + mid + lo in bf16, each rounded to nearest even: hi = bf16(x), mid = bf16(x - hi),
+ * lo = bf16(x - hi - mid) (both differences are exact in f32; 8 + 8 + 8 bits cover an f32's 24) */
+void gm_split_bf16_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    size_t Tpad = (T + 15) / 16 * 16;
+    for (size_t t = 0; t < Tpad; t++) {
+        for (size_t c = 0; c < cols; c++) {
+            float v = t < T ? x[t * ldx + c] : 0.0f;
+            uint16_t h = gm_f32_to_bf16(v);
+            float r = v - gm_bf16_to_f32(h);
+            uint16_t m = gm_f32_to_bf16(r);
+            xq->hi[t * cols + c] = h;
+            xq->mid[t * cols + c] = m;
+            xq->lo[t * cols + c] = gm_f32_to_bf16(r - gm_bf16_to_f32(m));
+        }
+        /* the 32-value sums, for the "+ m * sum(x)" terms of the quantized kinds */
+        for (size_t b = 0; t < T && b < cols / 32; b++) {
+            float sum = 0;
+            for (int i = 0; i < 32; i++) sum += x[t * ldx + 32 * b + (size_t)i];
+            xq->s[t * (cols / 32) + b] = sum;
+        }
+    }
+}
+
+void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
+    xq->x = x;
+    xq->ldx = ldx;
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = cols / 32;
+    xq->split = split && xq->hi && xq->mid && xq->lo && xq->s;
+    if (xq->split) gm_packed_ops_chosen()->split_bf16(x, ldx, T, cols, xq);
+}

@@ -1,0 +1,118 @@
+/* Packed weights and int16 activations: the fast path of every quantized (and BF16) matrix product.
+ *
+ * At load time each quantized matrix is re-laid out, losslessly, into panels of 16 rows. A panel holds
+ * cols/32 tiles, one per 32 columns. Element (row r, column 32b + 2p + j) of a tile is "pair p,
+ * lane i = 2r + j": pairs 0-7 are the tile's first 16 columns, pairs 8-15 the last 16. Codes:
+ *
+ *   8-bit  int8 [16 pairs][32 lanes]                       (GM_PK_D16, GM_PK_SM32)
+ *   4-bit  u8 [8 groups][32 lanes]: low nibble = pair g, high nibble = pair g + 8
+ *   5-bit  the 4-bit bytes, then u32 [16 pairs]: bit i = bit 4 of lane i's code
+ *   6-bit  the 5-bit bytes, then u32 [16 pairs]: bit i = bit 5 of lane i's code
+ *
+ * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
+ *
+ *   kind         codes  scales                         w                          from
+ *   GM_PK_D16    8-bit  f16 d[16]                      d[r] * q                   Q8_0, Q4_0 (q - 8)
+ *   GM_PK_SM32   8-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q5_1, Q5_K (s = d*sc, m = -dmin*m)
+ *   GM_PK_N4SM   4-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q4_1, Q4_K
+ *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
+ *   GM_PK_N6     6-bit  f32 s[2][16] (per 16 columns)  s[c / 16][r] * (q - 32)    Q6_K (s = d*sc)
+ *
+ * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
+ * block scale is applied once per 16 rows x 16 or 32 columns. Rows past the end of the last panel are
+ * zero. The code offsets (-16, -32) are applied to the integer dot through the input's block sums.
+ *
+ * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
+ * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
+ * TDPBF16PS. Their matvec is exact f32 (x in f32); their matmul splits x into three bf16 terms
+ * x = hi + mid + lo (all 24 bits of an f32) for AMX, or uses the f32 x on CPUs without AMX.
+ *
+ * Activations are quantized per 32 values to two int16 terms: x ~ d q1 + (d / 2^15) q2 with
+ * d = max|x| / 32767, q1 = round(x / d) and q2 = round((x - d q1) 2^15 / d), so each value is kept to
+ * within 2^-31 of its block's largest (f32 keeps 2^-24 of each value) and a product is two exact
+ * integer dots (vpdpwssd / vpmaddwd) times d_w d_x: the packed kernels are as accurate as f32 ones
+ * (tests/unit/test_reference_270m.c holds them to Hugging Face's logits). The f32 kernels of matvec.h
+ * on the file's layout remain (GM_EXACT=1). */
+#ifndef GM_KERNELS_PACKED_H
+#define GM_KERNELS_PACKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/dtype.h"
+
+enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
+
+typedef enum gm_pack_kind {
+    GM_PK_NONE = 0,
+    GM_PK_D16,
+    GM_PK_SM32,
+    GM_PK_N4SM,
+    GM_PK_N5D,
+    GM_PK_N6,
+    GM_PK_BF16
+} gm_pack_kind;
+
+typedef struct gm_packed {
+    gm_pack_kind kind;
+    gm_dtype from;        /* the GGUF type it was packed from */
+    size_t rows, cols;    /* cols is a multiple of 32 */
+    size_t tile_bytes;    /* bytes of one 16 x 32 tile */
+    size_t panel_bytes;   /* tiles * tile_bytes */
+    uint8_t *data;        /* [ceil(rows/16)][cols/32] tiles */
+} gm_packed;
+
+/* The packed kind for a weight type (GM_PK_NONE for float types: they keep the f32 kernels). */
+gm_pack_kind gm_pack_kind_of(gm_dtype type);
+/* Bytes of the packed form of a rows x cols matrix of `type` (0 when the type is not packed or cols
+ * is not a multiple of its block). */
+size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
+/* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
+void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
+/* Pack rows [r0, r1) of the matrix into P (P->data holds gm_packed_bytes(...)): W points at row r0
+ * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
+ * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */
+void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1);
+/* Row r of P as f32, identical to gm_dequant_row of the original row. */
+void gm_packed_row(const gm_packed *P, size_t r, float *out);
+
+/* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
+ * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
+ * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, q2, x, hi, mid, lo by c0, d, s by c0 / 32, qs by
+ * c0 / 8. */
+typedef struct gm_xq {
+    int16_t *q;      /* [T][ldq]: q1 = round(x / d), 4-byte aligned */
+    int16_t *q2;     /* [T][ldq]: q2 = round((x - d q1) 32768 / d) */
+    float *d;        /* [T][ldd] per 32 values: max |x| / 32767 (0 for an all-zero block) */
+    float *s;        /* [T][ldd] d (sum(q1) + sum(q2) / 32768): the block sum for the "+ m" terms */
+    int32_t *qs;     /* [T][4 ldd] per block: sum(q1) of values 0-15, 16-31, then sum(q2) of each */
+    size_t cols;
+    size_t ldq, ldd; /* row strides of q (elements) and of d, s (blocks) */
+    const float *x;  /* [T][ldx] the f32 inputs (GM_PK_BF16) */
+    size_t ldx;
+    uint16_t *hi, *mid, *lo; /* [Tpad][ldq] bf16 split x = hi + mid + lo (the AMX matmuls); rows up to a
+                              * multiple of 16 are zero */
+    bool split;        /* hi / mid / lo hold this batch (the AMX matmul uses them, else x) */
+} gm_xq;
+
+/* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
+ * ldd = cols / 32). The same on every path, bit for bit. */
+void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+
+/* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16
+ * rows, the extra rows zero; they need room for that), the 32-value sums of x in s, and sets
+ * xq->split. */
+void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq);
+/* Whether the chosen kernels multiply packed matrices by several inputs with AMX: gm_packed_matmul
+ * then wants every kind's inputs prepared by gm_prepare_x_bf16 with the split (matvec still wants
+ * gm_quantize_x for the quantized kinds). */
+bool gm_packed_amx_matmul(void);
+
+/* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
+ * prepared vector (token 0 of xq). */
+void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+/* Y[t * ldy + r - r0] for T quantized inputs. */
+void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+
+#endif

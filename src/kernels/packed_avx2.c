@@ -1,0 +1,249 @@
+/* AVX2 kernels for packed weights (layout in packed.h): a panel's 16 rows live in two 256-bit
+ * registers of int32 dots; vpmaddwd multiplies 8 rows x 2 columns of codes (sign-extended to int16)
+ * by one broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path. */
+#include <math.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+#include "kernels/quant_x86.h"
+
+GM_AI float hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+GM_AI int32_t hsum8i(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), lim = _mm256_set1_ps(32767.0f);
+    const __m256 nlim = _mm256_set1_ps(-32767.0f);
+    const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = nb;
+    for (size_t t = 0; t < T; t++) {
+        const float *xt = x + t * ldx;
+        int16_t *q = xq->q + t * cols, *q2 = xq->q2 + t * cols;
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = xt + GM_XQ_BLOCK * b;
+            __m256 vv[4] = {_mm256_loadu_ps(v), _mm256_loadu_ps(v + 8), _mm256_loadu_ps(v + 16), _mm256_loadu_ps(v + 24)};
+            __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(vv[0], absmask), _mm256_and_ps(vv[1], absmask)),
+                                      _mm256_max_ps(_mm256_and_ps(vv[2], absmask), _mm256_and_ps(vv[3], absmask)));
+            float amax = hmax8(mx);
+            __m256 un = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(vv[0], vv[0], _CMP_UNORD_Q), _mm256_cmp_ps(vv[1], vv[1], _CMP_UNORD_Q)),
+                                     _mm256_or_ps(_mm256_cmp_ps(vv[2], vv[2], _CMP_UNORD_Q), _mm256_cmp_ps(vv[3], vv[3], _CMP_UNORD_Q)));
+            size_t o = GM_XQ_BLOCK * b, k = t * nb + b;
+            if (_mm256_movemask_ps(un) || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
+                gm_xq_block_finish(v, amax, q + o, q2 + o, &xq->d[k], &xq->s[k], &xq->qs[4 * k]);
+                continue;
+            }
+            float inv = 32767.0f / amax, dd = amax / 32767.0f;
+            __m256 iv = _mm256_set1_ps(inv), iv2 = _mm256_set1_ps(inv * 32768.0f), d = _mm256_set1_ps(dd);
+            __m256i i1[4], i2[4];
+            for (int j = 0; j < 4; j++) {
+                __m256 a = _mm256_round_ps(_mm256_mul_ps(vv[j], iv), rne);
+                __m256 c = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(d, a, vv[j]), iv2), rne);
+                c = _mm256_max_ps(_mm256_min_ps(c, lim), nlim);
+                i1[j] = _mm256_cvtps_epi32(a);
+                i2[j] = _mm256_cvtps_epi32(c);
+            }
+            /* packs interleave 128-bit lanes: fix the order with a 64-bit permute */
+            _mm256_storeu_si256((__m256i *)(q + o), _mm256_permute4x64_epi64(_mm256_packs_epi32(i1[0], i1[1]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q + o + 16), _mm256_permute4x64_epi64(_mm256_packs_epi32(i1[2], i1[3]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q2 + o), _mm256_permute4x64_epi64(_mm256_packs_epi32(i2[0], i2[1]), 0xd8));
+            _mm256_storeu_si256((__m256i *)(q2 + o + 16), _mm256_permute4x64_epi64(_mm256_packs_epi32(i2[2], i2[3]), 0xd8));
+            int32_t s0 = hsum8i(_mm256_add_epi32(i1[0], i1[1])), s1 = hsum8i(_mm256_add_epi32(i1[2], i1[3]));
+            int32_t s2 = hsum8i(_mm256_add_epi32(i2[0], i2[1])), s3 = hsum8i(_mm256_add_epi32(i2[2], i2[3]));
+            xq->d[k] = dd;
+            xq->s[k] = dd * ((float)(s0 + s1) + (float)(s2 + s3) * 0x1p-15f);
+            xq->qs[4 * k] = s0, xq->qs[4 * k + 1] = s1, xq->qs[4 * k + 2] = s2, xq->qs[4 * k + 3] = s3;
+        }
+    }
+}
+
+/* The codes of pairs g and g + 8 (g < 8) of tile t as bytes (32 lanes = 16 rows x 2 columns each). */
+GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m256i *b, int *is_signed) {
+    if (K == GM_PK_D16 || K == GM_PK_SM32) {
+        *a = _mm256_load_si256((const __m256i *)(t + 32 * g));
+        *b = _mm256_load_si256((const __m256i *)(t + 32 * g + 256));
+        *is_signed = 1;
+        return;
+    }
+    *is_signed = 0;
+    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
+    __m256i x = _mm256_and_si256(v, m4), y = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (K == GM_PK_N5D || K == GM_PK_N6) {
+        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * g), _mm256_set1_epi8(16)));
+        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * (g + 8)), _mm256_set1_epi8(16)));
+    }
+    if (K == GM_PK_N6) {
+        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * g), _mm256_set1_epi8(32)));
+        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * (g + 8)), _mm256_set1_epi8(32)));
+    }
+    *a = x;
+    *b = y;
+}
+
+/* 32 byte codes -> rows 0-7 and rows 8-15 as int16 pairs */
+GM_AI void widen(__m256i v, int is_signed, __m256i *lo, __m256i *hi) {
+    __m128i l = _mm256_castsi256_si128(v), h = _mm256_extracti128_si256(v, 1);
+    *lo = is_signed ? _mm256_cvtepi8_epi16(l) : _mm256_cvtepu8_epi16(l);
+    *hi = is_signed ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+}
+
+/* Integer dots of the tile's first (a) and last (b) 16 columns with one input term, rows 0-7 / 8-15:
+ * d[0] = a rows 0-7, d[1] = a rows 8-15, d[2] = b rows 0-7, d[3] = b rows 8-15. */
+GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *xp, __m256i d[4]) {
+    __m256i al = _mm256_setzero_si256(), ah = al, bl = al, bh = al;
+    for (int g = 0; g < 8; g++) {
+        __m256i a, b, w0, w1;
+        int sg;
+        tile_bytes(K, t, g, &a, &b, &sg);
+        __m256i xa = _mm256_set1_epi32(xp[g]), xb = _mm256_set1_epi32(xp[g + 8]);
+        widen(a, sg, &w0, &w1);
+        al = _mm256_add_epi32(al, _mm256_madd_epi16(w0, xa));
+        ah = _mm256_add_epi32(ah, _mm256_madd_epi16(w1, xa));
+        widen(b, sg, &w0, &w1);
+        bl = _mm256_add_epi32(bl, _mm256_madd_epi16(w0, xb));
+        bh = _mm256_add_epi32(bh, _mm256_madd_epi16(w1, xb));
+    }
+    d[0] = al, d[1] = ah, d[2] = bl, d[3] = bh;
+}
+
+/* (v1 - o1) + (v2 - o2) / 32768 as f32 */
+GM_AI __m256 two_terms(__m256i v1, int32_t o1, __m256i v2, int32_t o2) {
+    __m256 f1 = _mm256_cvtepi32_ps(_mm256_sub_epi32(v1, _mm256_set1_epi32(o1)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v2, _mm256_set1_epi32(o2))), _mm256_set1_ps(0x1p-15f), f1);
+}
+
+/* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input (both terms) */
+GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, float dx, float xs,
+                      const int32_t *qs, __m256 *lo, __m256 *hi) {
+    __m256i d1[4], d2[4];
+    tile_dots(K, t, x1, d1);
+    tile_dots(K, t, x2, d2);
+    __m256 dv = _mm256_set1_ps(dx);
+    switch (K) {
+    case GM_PK_D16: case GM_PK_N5D: {
+        size_t so = K == GM_PK_D16 ? 512 : 320;
+        int32_t o1 = K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0, o2 = K == GM_PK_N5D ? 16 * (qs[2] + qs[3]) : 0;
+        __m256 sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so)));
+        __m256 sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so + 16)));
+        *lo = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[0], d1[2]), o1, _mm256_add_epi32(d2[0], d2[2]), o2),
+                              _mm256_mul_ps(sl, dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[1], d1[3]), o1, _mm256_add_epi32(d2[1], d2[3]), o2),
+                              _mm256_mul_ps(sh, dv), *hi);
+        return;
+    }
+    case GM_PK_N6: {
+        const float *s = (const float *)(t + 384);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[2], 32 * qs[1], d2[2], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 16), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[3], 32 * qs[1], d2[3], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 24), dv), *hi);
+        return;
+    }
+    default: { /* SM32, N4SM */
+        const float *s = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256)), *m = s + 16;
+        __m256 x = _mm256_set1_ps(xs);
+        *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
+        *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
+        *lo = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[0], d1[2]), 0, _mm256_add_epi32(d2[0], d2[2]), 0),
+                              _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(_mm256_add_epi32(d1[1], d1[3]), 0, _mm256_add_epi32(d2[1], d2[3]), 0),
+                              _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        return;
+    }
+    }
+}
+
+/* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0). */
+GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1) {
+    size_t a = p * GM_PANEL_ROWS;
+    if (a >= r0 && a + GM_PANEL_ROWS <= r1) {
+        _mm256_storeu_ps(y + (a - r0), lo);
+        _mm256_storeu_ps(y + (a - r0) + 8, hi);
+        return;
+    }
+    float v[16];
+    _mm256_storeu_ps(v, lo);
+    _mm256_storeu_ps(v + 8, hi);
+    for (size_t i = 0; i < GM_PANEL_ROWS; i++)
+        if (a + i >= r0 && a + i < r1) y[a + i - r0] = v[i];
+}
+
+GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m256 lo = _mm256_setzero_ps(), hi = lo;
+        for (size_t b = 0; b < tiles; b++, t += tb) {
+            tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
+        }
+        store_rows(y, lo, hi, p, r0, r1);
+    }
+}
+
+static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    const size_t tiles = P->cols / 32;
+    const __m256i hi16 = _mm256_set1_epi32((int)0xffff0000u);
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *t = P->data + p * P->panel_bytes;
+        __m256 l0 = _mm256_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
+        for (size_t b = 0; b < tiles; b++, t += 1024) {
+            const float *x = xq->x + 32 * b;
+            for (int q = 0; q < 16; q++) {
+                __m256i lo = _mm256_load_si256((const __m256i *)(t + 64 * q)), hi = _mm256_load_si256((const __m256i *)(t + 64 * q + 32));
+                __m256 xe = _mm256_set1_ps(x[2 * q]), xo = _mm256_set1_ps(x[2 * q + 1]);
+                l0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)), xe, l0);
+                l1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(lo, hi16)), xo, l1);
+                h0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(hi, 16)), xe, h0);
+                h1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(hi, hi16)), xo, h1);
+            }
+        }
+        store_rows(y, _mm256_add_ps(l0, l1), _mm256_add_ps(h0, h1), p, r0, r1);
+    }
+}
+
+static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
+    case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
+    case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
+    case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
+    case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
+    case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
+    default: return;
+    }
+}
+
+/* matmul: each input in turn over the panel (the panel stays in L1/L2 across inputs) */
+static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                               size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        size_t a = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS;
+        size_t b = (p + 1) * GM_PANEL_ROWS > r1 ? r1 : (p + 1) * GM_PANEL_ROWS;
+        for (size_t t = 0; t < T; t++) {
+            gm_xq one = *xq;
+            if (P->kind == GM_PK_BF16) one.x = xq->x + t * xq->ldx;
+            else {
+                one.q = xq->q + t * xq->ldq, one.q2 = xq->q2 + t * xq->ldq;
+                one.d = xq->d + t * xq->ldd, one.s = xq->s + t * xq->ldd;
+                one.qs = xq->qs + 4 * t * xq->ldd;
+            }
+            packed_matvec_avx2(P, a, b, &one, Y + t * ldy + (a - r0));
+        }
+    }
+}
+
+const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2, gm_split_bf16_ref, packed_matvec_avx2, packed_matmul_avx2};

@@ -1,0 +1,112 @@
+/* Scalar reference for the packed kernels: activation quantization (bit-identical on every path) and
+ * packed matvec / matmul computed as exact integer dots per tile, scaled and summed in f64. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+
+void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    xq->cols = cols;
+    xq->ldq = cols;
+    xq->ldd = nb;
+    for (size_t t = 0; t < T; t++) {
+        const float *xt = x + t * ldx;
+        int16_t *q = xq->q + t * cols;
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = xt + GM_XQ_BLOCK * b;
+            float amax = 0.0f;
+            for (int i = 0; i < GM_XQ_BLOCK; i++) amax = fmaxf(amax, fabsf(v[i]));
+            gm_xq_block_finish(v, amax, q + GM_XQ_BLOCK * b, xq->q2 + t * cols + GM_XQ_BLOCK * b, &xq->d[t * nb + b],
+                               &xq->s[t * nb + b], &xq->qs[4 * (t * nb + b)]);
+        }
+    }
+}
+
+static float f32_at(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* dot of panel row i's codes in tile t (columns c0 .. c0+n) with q */
+static int64_t idot(gm_pack_kind k, const uint8_t *t, int i, const int16_t *q, int c0, int n) {
+    int64_t s = 0;
+    for (int c = c0; c < c0 + n; c++) s += (int64_t)gm_packed_code(k, t, c / 2, 2 * i + (c & 1)) * q[c];
+    return s;
+}
+
+/* Dequantized rows times the f32 inputs, or their hi + mid + lo split when the matmul uses it (the same
+ * values): BF16, and every kind under the AMX matmul */
+static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
+                            bool split) {
+    float *w = malloc(P->cols * sizeof *w);
+    if (!w) return;
+    for (size_t r = r0; r < r1; r++) {
+        gm_packed_row(P, r, w);
+        for (size_t t = 0; t < T; t++) {
+            double acc = 0;
+            for (size_t c = 0; c < P->cols; c++) {
+                size_t o = t * xq->ldq + c;
+                double x = split ? (double)gm_bf16_to_f32(xq->hi[o]) + gm_bf16_to_f32(xq->mid[o]) + gm_bf16_to_f32(xq->lo[o])
+                                 : (double)xq->x[t * xq->ldx + c];
+                acc += (double)w[c] * x;
+            }
+            Y[t * ldy + (r - r0)] = (float)acc;
+        }
+    }
+    free(w);
+}
+
+/* one tile's contribution to row i for input t: exact integer dots of both input terms, in f64 */
+static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
+    const gm_pack_kind k = P->kind;
+    const int16_t *q1 = xq->q + t * xq->ldq + 32 * b, *q2 = xq->q2 + t * xq->ldq + 32 * b;
+    const int32_t *qs = xq->qs + 4 * (t * xq->ldd + b);
+    double dx = xq->d[t * xq->ldd + b];
+    /* sum over columns [c0, c0 + n) of (code - off) * (q1 + q2 / 32768) */
+#define DOT(c0, n, off, s1, s2)                                                                                        \
+    ((double)(idot(k, tile, i, q1, c0, n) - (int64_t)(off) * (s1)) +                                                   \
+     (double)(idot(k, tile, i, q2, c0, n) - (int64_t)(off) * (s2)) / 32768.0)
+    switch (k) {
+    case GM_PK_D16:
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * DOT(0, 32, 0, 0, 0);
+    case GM_PK_N5D:
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * dx * DOT(0, 32, 16, qs[0] + qs[1], qs[2] + qs[3]);
+    case GM_PK_SM32: case GM_PK_N4SM: {
+        size_t so = k == GM_PK_SM32 ? 512 : 256;
+        return (double)f32_at(tile + so + 4 * i) * dx * DOT(0, 32, 0, 0, 0) +
+               (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
+    }
+    case GM_PK_N6:
+        return (double)f32_at(tile + 384 + 4 * i) * dx * DOT(0, 16, 32, qs[0], qs[2]) +
+               (double)f32_at(tile + 448 + 4 * i) * dx * DOT(16, 16, 32, qs[1], qs[3]);
+    default: return 0.0;
+    }
+#undef DOT
+}
+
+void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
+        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
+        return;
+    }
+    const size_t nb = P->cols / 32;
+    for (size_t r = r0; r < r1; r++) {
+        const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
+        int i = (int)(r % GM_PANEL_ROWS);
+        for (size_t t = 0; t < T; t++) {
+            double acc = 0.0;
+            for (size_t b = 0; b < nb; b++) acc += tile_ref(P, panel + b * P->tile_bytes, i, xq, t, b);
+            Y[t * ldy + (r - r0)] = (float)acc;
+        }
+    }
+}
+
+void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    gm_packed_matmul_ref(P, r0, r1, xq, 1, y, 0);
+}
+
+const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref};

@@ -1,0 +1,37 @@
+/* AVX-512 pieces shared by packed_avx512.c and packed_amx.c (static inline: each file compiles them
+ * with its own flags). */
+#ifndef GM_KERNELS_PACKED_X86_H
+#define GM_KERNELS_PACKED_X86_H
+
+#include <immintrin.h>
+
+#include "kernels/packed.h"
+
+#define GM_PI static inline __attribute__((always_inline))
+
+/* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
+GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
+    if (K == GM_PK_D16 || K == GM_PK_SM32) {
+        *wa = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
+        *wb = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g + 256)));
+        return;
+    }
+    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
+    __m512i a = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
+    __m512i b = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
+        /* kmovd from memory: a load, not a shuffle-port move */
+        __mmask32 *pl = (__mmask32 *)(t + 256);
+        a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(16));
+        b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(16));
+    }
+    if (K == GM_PK_N6) { /* bit 5: +32 */
+        __mmask32 *pl = (__mmask32 *)(t + 320);
+        a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(32));
+        b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(32));
+    }
+    *wa = a;
+    *wb = b;
+}
+
+#endif

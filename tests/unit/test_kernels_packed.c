@@ -1,0 +1,378 @@
+/* Packed weights and int16 activations (kernels/packed.h), on random weights of every quantized type
+ * and BF16, and random non-zero inputs:
+ *  - packing is lossless: every packed row reads back bit for bit as the reference dequantizer's row,
+ *    and packing in two row ranges (as threads do) gives the same bytes as packing at once;
+ *  - activation quantization is bit-identical on every path, q1 within half a step of x and the
+ *    two terms within 2^-31 of the block's largest value;
+ *  - every path's packed matvec / matmul matches the scalar packed reference (1e-6 of sum |w xhat|),
+ *    for row ranges that cut panels, several input counts, without writing outside its outputs;
+ *  - the packed product is within 1e-6 of sum |w x| of the exact f32 reference product (two int16
+ *    terms per input keep f32 accuracy);
+ *  - BF16: matvec and the AMX matmul (x split in three bf16 terms) are the exact f32 product (1e-6);
+ *  - all-zero inputs give zeros, a NaN input gives NaN. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+#include "test_util.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rnd_nonzero(void) { return ((float)(rnd() & 0xffffff) + 0.5f) / 8388608.0f - 1.0f; }
+
+static const gm_dtype qtypes[] = {GM_Q4_0, GM_Q4_1, GM_Q5_0, GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K, GM_BF16};
+
+/* random blocks with moderate f16 scale fields (K types: d and dmin; Q6_K: d) */
+static uint8_t *random_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
+    const gm_dtype_info *di = gm_dtype_get(t);
+    *rb = cols / di->block * di->bytes;
+    uint8_t *w = malloc(rows * *rb);
+    for (size_t i = 0; i < rows * *rb; i++) w[i] = (uint8_t)rnd();
+    if (t == GM_BF16) {
+        for (size_t i = 0; i < rows * cols; i++) {
+            uint16_t h = gm_f32_to_bf16(rnd_nonzero() * 0.1f);
+            memcpy(w + 2 * i, &h, 2);
+        }
+        return w;
+    }
+    int off[2] = {-1, -1};
+    switch (t) {
+    case GM_Q4_0: case GM_Q5_0: case GM_Q8_0: off[0] = 0; break;
+    case GM_Q6_K: off[0] = 208; break;
+    default: off[0] = 0; off[1] = 2; break;
+    }
+    for (size_t b = 0; b < rows * *rb / di->bytes; b++)
+        for (int j = 0; j < 2; j++)
+            if (off[j] >= 0) {
+                float s = ldexpf(1.0f + (float)(rnd() & 1023) / 1024.0f, -(int)(rnd() % 8) - 4);
+                uint16_t h = gm_f32_to_f16(rnd() & 3 ? s : -s);
+                memcpy(w + b * di->bytes + off[j], &h, 2);
+            }
+    return w;
+}
+
+static gm_packed pack_all(gm_dtype t, const uint8_t *w, size_t rb, size_t rows, size_t cols) {
+    gm_packed P;
+    gm_pack_describe(t, rows, cols, &P);
+    P.data = aligned_alloc(64, (gm_packed_bytes(t, rows, cols) + 63) / 64 * 64);
+    gm_pack_rows(&P, w, rb, 0, rows);
+    return P;
+}
+
+static void xq_alloc(gm_xq *xq, size_t T, size_t cols) {
+    memset(xq, 0, sizeof *xq);
+    size_t tpad = (T + 15) / 16 * 16;
+    xq->q = aligned_alloc(64, (T * cols * sizeof *xq->q + 63) / 64 * 64 + 64);
+    xq->q2 = aligned_alloc(64, (T * cols * sizeof *xq->q2 + 63) / 64 * 64 + 64);
+    xq->d = malloc(T * cols / 32 * sizeof *xq->d + 4);
+    xq->s = malloc(T * cols / 32 * sizeof *xq->s + 4);
+    xq->qs = malloc(T * cols / 8 * sizeof *xq->qs + 16);
+    xq->hi = aligned_alloc(64, (tpad * cols * 2 + 63) / 64 * 64);
+    xq->mid = aligned_alloc(64, (tpad * cols * 2 + 63) / 64 * 64);
+    xq->lo = aligned_alloc(64, (tpad * cols * 2 + 63) / 64 * 64);
+    xq->cols = cols;
+}
+
+static void xq_free(gm_xq *xq) {
+    free(xq->q);
+    free(xq->q2);
+    free(xq->d);
+    free(xq->s);
+    free(xq->qs);
+    free(xq->hi);
+    free(xq->mid);
+    free(xq->lo);
+}
+
+/* the inputs the kernels see: quantized, or f32 (+ bf16 split for the AMX matmul) for BF16 */
+static void prepare(const gm_packed_ops *ops, gm_dtype t, const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    bool amx = ops == gm_packed_lookup("amx") && T > 1;
+    if (t == GM_BF16 || amx) gm_prepare_x_bf16(x, ldx, T, cols, amx, xq);
+    else gm_quantize_x_ref(x, ldx, T, cols, xq);
+}
+
+/* xhat_c of input t as the kernels see it */
+static double xhat(const gm_packed *P, const gm_xq *xq, size_t t, size_t c) {
+    if (P->kind == GM_PK_BF16 || xq->split)
+        return xq->split ? (double)gm_bf16_to_f32(xq->hi[t * xq->ldq + c]) + gm_bf16_to_f32(xq->mid[t * xq->ldq + c]) +
+                               gm_bf16_to_f32(xq->lo[t * xq->ldq + c])
+                         : (double)xq->x[t * xq->ldx + c];
+    return (double)xq->d[t * xq->ldd + c / 32] * (xq->q[t * xq->ldq + c] + xq->q2[t * xq->ldq + c] / 32768.0);
+}
+
+static int same_float(float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); }
+
+static void test_pack_lossless(gm_dtype t, size_t rows, size_t cols) {
+    size_t rb;
+    uint8_t *w = random_weights(t, rows, cols, &rb);
+    gm_packed P = pack_all(t, w, rb, rows, cols);
+    float *a = malloc(cols * sizeof *a), *b = malloc(cols * sizeof *b);
+    int bad = 0;
+    for (size_t r = 0; r < rows; r++) {
+        gm_dequant_row_ref(t, w + r * rb, a, cols);
+        gm_packed_row(&P, r, b);
+        for (size_t c = 0; c < cols; c++) bad += !same_float(a[c], b[c]);
+    }
+    CHECK(bad == 0, "pack %s %zux%zu: %d values differ from the reference dequantization", gm_dtype_get(t)->name, rows,
+          cols, bad);
+    /* two row ranges (split at a panel boundary) give the same bytes */
+    gm_packed Q = P;
+    size_t bytes = gm_packed_bytes(t, rows, cols);
+    Q.data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    memset(Q.data, 0xa5, bytes);
+    size_t mid = rows / 2 / 16 * 16;
+    gm_pack_rows(&Q, w + mid * rb, rb, mid, rows);
+    gm_pack_rows(&Q, w, rb, 0, mid);
+    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu in two ranges differs", gm_dtype_get(t)->name, rows, cols);
+    free(Q.data);
+    free(P.data);
+    free(w);
+    free(a);
+    free(b);
+}
+
+static void test_quantize(const gm_packed_ops *ops, const char *name) {
+    const size_t T = 3, cols = 160, ldx = 170;
+    float *x = malloc(T * ldx * sizeof *x);
+    for (size_t i = 0; i < T * ldx; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 20) - 10);
+    for (int i = 0; i < 32; i++) x[64 + i] = 0.0f; /* an all-zero block */
+    gm_xq a, b;
+    xq_alloc(&a, T, cols);
+    xq_alloc(&b, T, cols);
+    gm_quantize_x_ref(x, ldx, T, cols, &a);
+    ops->quantize_x(x, ldx, T, cols, &b);
+    int bad = memcmp(a.q, b.q, T * cols * 2) != 0 || memcmp(a.q2, b.q2, T * cols * 2) != 0 ||
+              memcmp(a.qs, b.qs, T * cols / 8 * 4) != 0;
+    for (size_t i = 0; i < T * cols / 32; i++) bad += !same_float(a.d[i], b.d[i]) + !same_float(a.s[i], b.s[i]);
+    CHECK(bad == 0, "%s quantize_x differs from the reference (%d)", name, bad);
+    /* |x - d q| <= d / 2 (and d = max|x| / 32767) */
+    int far = 0;
+    for (size_t t = 0; t < T; t++)
+        for (size_t c = 0; c < cols; c++) {
+            float d = a.d[t * cols / 32 + c / 32];
+            double xv = x[t * ldx + c], one = (double)d * a.q[t * cols + c];
+            double two = one + (double)d * a.q2[t * cols + c] / 32768.0;
+            far += fabs(xv - one) > 0.51 * d || fabs(xv - two) > 32767.0 * d * 0x1p-31;
+        }
+    CHECK(far == 0, "%s: %d quantized inputs off by more than half a step (q1) or 2^-31 of the block max (q1, q2)",
+          name, far);
+    CHECK(a.d[2] == 0 && a.s[2] == 0, "a zero block has scale %g", a.d[2]);
+    xq_free(&a);
+    xq_free(&b);
+    free(x);
+}
+
+/* the bf16 split of every path is the reference's, and hi + mid + lo is x exactly */
+static void test_split(const gm_packed_ops *ops, const char *name) {
+    const size_t T = 19, cols = 96, ldx = 101;
+    float *x = malloc(T * ldx * sizeof *x);
+    for (size_t i = 0; i < T * ldx; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 30) - 15);
+    gm_xq a, b;
+    xq_alloc(&a, T, cols);
+    xq_alloc(&b, T, cols);
+    gm_split_bf16_ref(x, ldx, T, cols, &a);
+    ops->split_bf16(x, ldx, T, cols, &b);
+    size_t n = (T + 15) / 16 * 16 * cols;
+    int bad = memcmp(a.hi, b.hi, n * 2) != 0 || memcmp(a.mid, b.mid, n * 2) != 0 || memcmp(a.lo, b.lo, n * 2) != 0 ||
+              memcmp(a.s, b.s, T * cols / 32 * 4) != 0;
+    CHECK(!bad, "%s: bf16 split differs from the reference", name);
+    int inexact = 0;
+    for (size_t t = 0; t < T; t++)
+        for (size_t c = 0; c < cols; c++) {
+            size_t o = t * cols + c;
+            double sum = (double)gm_bf16_to_f32(a.hi[o]) + gm_bf16_to_f32(a.mid[o]) + gm_bf16_to_f32(a.lo[o]);
+            inexact += sum != (double)x[t * ldx + c];
+        }
+    CHECK(inexact == 0, "%s: %d values are not hi + mid + lo exactly", name, inexact);
+    xq_free(&a);
+    xq_free(&b);
+    free(x);
+}
+
+/* sum_c |w_rc xhat_c| for the tolerance */
+static double abs_dot(const gm_packed *P, size_t r, const gm_xq *xq, size_t t) {
+    float *w = malloc(P->cols * sizeof *w);
+    gm_packed_row(P, r, w);
+    double s = 0;
+    for (size_t c = 0; c < P->cols; c++) s += fabs((double)w[c] * xhat(P, xq, t, c));
+    free(w);
+    return s;
+}
+
+static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
+    size_t rb;
+    uint8_t *w = random_weights(t, rows, cols, &rb);
+    gm_packed P = pack_all(t, w, rb, rows, cols);
+    static const size_t Ts[] = {1, 2, 5, 8, 13};
+    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        size_t T = Ts[k], ldy = rows + 5;
+        float *x = malloc(T * cols * sizeof *x);
+        for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero();
+        gm_xq xq;
+        xq_alloc(&xq, T, cols);
+        prepare(ops, t, x, cols, T, cols, &xq);
+        /* a row range that cuts panels on both sides when the matrix is big enough */
+        size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
+        float *ref = malloc(T * ldy * sizeof *ref), *got = malloc((T * ldy + 8) * sizeof *got);
+        for (size_t i = 0; i < T * ldy + 8; i++) got[i] = -777.0f;
+        gm_packed_matmul_ref(&P, r0, r1, &xq, T, ref, ldy);
+        if (T == 1) ops->matvec(&P, r0, r1, &xq, got);
+        else ops->matmul(&P, r0, r1, &xq, T, got, ldy);
+        int bad = 0;
+        for (size_t tt = 0; tt < T; tt++)
+            for (size_t i = 0; i < (T == 1 ? n + 8 : ldy); i++) {
+                float g = got[tt * ldy + i];
+                if (i >= n) {
+                    bad += g != -777.0f; /* nothing written past the range */
+                    continue;
+                }
+                double scale = abs_dot(&P, r0 + i, &xq, tt);
+                if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * scale + 1e-30) && bad++ < 3)
+                    fprintf(stderr, "  %s %s %zux%zu T %zu row %zu: got %.9g want %.9g (sum|w xhat| %g)\n", name,
+                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, ref[tt * ldy + i], scale);
+            }
+        CHECK(bad == 0, "%s packed %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name, rows,
+              cols, r0, r1, T, bad);
+        if (t == GM_BF16 && (T == 1 || xq.split)) {
+            /* the exact f32 product (T = 1) or within 2^-16 of it (hi + lo) */
+            float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
+            int off = 0;
+            for (size_t tt = 0; tt < T; tt++) {
+                gm_matvec_ref(t, w, rb, rows, cols, x + tt * cols, exact);
+                for (size_t i = 0; i < n; i++) {
+                    gm_packed_row(&P, r0 + i, wr);
+                    double mag = 0;
+                    for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[tt * cols + c]);
+                    off += fabs((double)got[tt * ldy + i] - exact[r0 + i]) > 1e-6 * mag;
+                }
+            }
+            CHECK(off == 0, "%s BF16 %zux%zu T %zu: %d outputs too far from the f32 product", name, rows, cols, T, off);
+            free(exact);
+            free(wr);
+        }
+        if (T == 2 && t != GM_BF16) {
+            /* against the exact f32 product: the two-term inputs keep f32 accuracy, so within 1e-6 of
+             * sum |w x| (one int16 term alone misses this by ~10x) */
+            float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
+            int off = 0;
+            for (size_t tt = 0; tt < T; tt++) {
+                gm_matvec_ref(t, w, rb, rows, cols, x + tt * cols, exact);
+                for (size_t i = 0; i < n; i++) {
+                    gm_packed_row(&P, r0 + i, wr);
+                    double mag = 0;
+                    for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[tt * cols + c]);
+                    off += fabs((double)got[tt * ldy + i] - exact[r0 + i]) > 1e-6 * mag;
+                }
+            }
+            CHECK(off == 0, "%s packed %s %zux%zu: %d outputs further than 1e-6 sum|wx| from the f32 product", name,
+                  gm_dtype_get(t)->name, rows, cols, off);
+            free(exact);
+            free(wr);
+        }
+        xq_free(&xq);
+        free(x);
+        free(ref);
+        free(got);
+    }
+    free(P.data);
+    free(w);
+}
+
+/* a column view (ldq, ldd > cols) of a wider quantized batch gives the same outputs, bit for bit, as
+ * quantizing those columns alone */
+static void test_view(const gm_packed_ops *ops, const char *name) {
+    size_t rows = 37, cols = 96, wide = cols + 64, T = 6, rb;
+    uint8_t *w = random_weights(GM_Q5_1, rows, cols, &rb);
+    gm_packed P = pack_all(GM_Q5_1, w, rb, rows, cols);
+    float *x = malloc(T * wide * sizeof *x), *a = malloc(T * rows * sizeof *a), *b = malloc(T * rows * sizeof *b);
+    for (size_t i = 0; i < T * wide; i++) x[i] = rnd_nonzero();
+    gm_xq full, part;
+    xq_alloc(&full, T, wide);
+    xq_alloc(&part, T, cols);
+    ops->quantize_x(x, wide, T, wide, &full);
+    ops->quantize_x(x + 32, wide, T, cols, &part);
+    gm_xq view = full;
+    view.q += 32, view.q2 += 32, view.d += 1, view.s += 1, view.qs += 4, view.cols = cols;
+    ops->matmul(&P, 0, rows, &view, T, a, rows);
+    ops->matmul(&P, 0, rows, &part, T, b, rows);
+    CHECK(memcmp(a, b, T * rows * sizeof *a) == 0, "%s: a column view of a wider batch gives other outputs", name);
+    ops->matvec(&P, 0, rows, &view, a);
+    ops->matvec(&P, 0, rows, &part, b);
+    CHECK(memcmp(a, b, rows * sizeof *a) == 0, "%s: matvec on a column view gives other outputs", name);
+    xq_free(&full);
+    xq_free(&part);
+    free(x);
+    free(a);
+    free(b);
+    free(P.data);
+    free(w);
+}
+
+static void test_special_inputs(const gm_packed_ops *ops, const char *name) {
+    size_t rows = 16, cols = 64, rb;
+    uint8_t *w = random_weights(GM_Q8_0, rows, cols, &rb);
+    gm_packed P = pack_all(GM_Q8_0, w, rb, rows, cols);
+    float x[64] = {0}, y[16];
+    gm_xq xq;
+    xq_alloc(&xq, 1, cols);
+    ops->quantize_x(x, cols, 1, cols, &xq);
+    ops->matvec(&P, 0, rows, &xq, y);
+    int zeros = 1;
+    for (size_t r = 0; r < rows; r++) zeros &= y[r] == 0.0f;
+    CHECK(zeros, "%s: zero input does not give zero outputs", name);
+    x[40] = NAN;
+    ops->quantize_x(x, cols, 1, cols, &xq);
+    ops->matvec(&P, 0, rows, &xq, y);
+    int nans = 1;
+    for (size_t r = 0; r < rows; r++) nans &= isnan(y[r]);
+    CHECK(nans, "%s: a NaN input does not give NaN outputs", name);
+    xq_free(&xq);
+    free(P.data);
+    free(w);
+}
+
+int main(void) {
+    static const size_t rows_list[] = {1, 16, 37, 70};
+    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+        gm_dtype t = qtypes[ti];
+        size_t blk = gm_dtype_get(t)->block == 1 ? 32 : gm_dtype_get(t)->block;
+        test_pack_lossless(t, 37, blk == 256 ? 512 : 96);
+        test_pack_lossless(t, 64, blk == 256 ? 256 : 640);
+        CHECK(gm_packed_bytes(t, 16, blk + 32) == 0 || blk == 32, "%s: a partial block must not pack", gm_dtype_get(t)->name);
+    }
+    CHECK(gm_packed_bytes(GM_F32, 16, 64) == 0 && gm_packed_bytes(GM_F16, 16, 64) == 0, "F32 / F16 are not packed");
+    CHECK(gm_packed_bytes(GM_BF16, 16, 48) == 0, "BF16 with columns not a multiple of 32 is not packed");
+    const char *isas[] = {"scalar", "avx2", "avx512", "amx"};
+    int ran = 0;
+    for (int ii = 0; ii < 4; ii++) {
+        const gm_packed_ops *ops = gm_packed_lookup(isas[ii]);
+        if (!ops) {
+            printf("%s: not supported by this CPU, skipped\n", isas[ii]);
+            continue;
+        }
+        ran++;
+        test_quantize(ops, isas[ii]);
+        test_special_inputs(ops, isas[ii]);
+        test_view(ops, isas[ii]);
+        test_split(ops, isas[ii]);
+        for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+            gm_dtype t = qtypes[ti];
+            size_t blk = gm_dtype_get(t)->block;
+            for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+                test_products(ops, isas[ii], t, rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
+        }
+    }
+    printf("packed paths tested: %d\n", ran);
+    return gm_test_finish();
+}
