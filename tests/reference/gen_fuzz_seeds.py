@@ -329,6 +329,22 @@ def cli_seeds():
     put(d, "batch", z.join([b"\x00", b"--batch", b"ignored"]) + b"\x01\x01first prompt\n\nsecond \xff prompt\n<bos>third")
 
 
+def train_jsonl_seeds():
+    """[options byte][JSONL]: prompt/response and text examples, blank and malformed lines, long lines."""
+    d = corpus("fuzz_train_jsonl")
+    ex = [json.dumps({"prompt": "What is the capital of France?", "response": "Paris."}),
+          json.dumps({"text": "The quick brown fox jumps over the lazy dog."}),
+          "", "   ", json.dumps({"prompt": "caf\u00e9 \u4e2d\u6587", "response": "\U0001F600 ok"}, ensure_ascii=False)]
+    put(d, "mixed", b"\x20" + "\n".join(ex).encode("utf-8") + b"\n")
+    bad = ['{"text": 3}', '{"prompt": "x"}', '{"response": "y"}', '{"text": ""}', '[1, 2]', '{"text": "a", "prompt": "b"}',
+           '{not json', '{"prompt": "p", "response": "r"} trailing', '{"text": "ok line"}', '{"text": "nul\u0000inside"}']
+    put(d, "malformed", b"\x3f" + "\r\n".join(bad).encode("utf-8"))
+    put(d, "strict", b"\x48" + "\n".join(bad[:2] + ex[:2]).encode("utf-8"))
+    put(d, "truncated_response", b"\x01" + json.dumps({"prompt": "word " * 30, "response": "answer"}).encode() + b"\n" +
+        json.dumps({"text": "short"}).encode())
+    put(d, "invalid_utf8", b"\x10" + b'{"text": "bytes \xff\xfe \xc3 end"}\n{"prompt": "\xed\xa0\x80", "response": "x"}')
+
+
 def main():
     if os.path.exists(MODEL):
         print("real model:", MODEL)
@@ -344,6 +360,7 @@ def main():
     tokenizer_seeds()
     chat_seeds()
     cli_seeds()
+    train_jsonl_seeds()
     for name in sorted(os.listdir(OUT)):
         p = os.path.join(OUT, name)
         files = [f for f in os.listdir(p) if not f.startswith(".")]
