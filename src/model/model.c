@@ -56,21 +56,26 @@ static void load_worker(void *ctx, int i, int n) {
                                                                        : m->opt.threads_per_device;
     gm_pool *loader = NULL;
     gm_status st = gm_pool_create(loaders, &loader);
-    if (st == GM_OK) st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
+    if (st == GM_OK) {
+        st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
+        if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
+            snprintf(j->err[i], sizeof j->err[i],
+                     "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all", gm_last_error(), global,
+                     (unsigned long long)device_weight_bytes(m, global), device_weight_bytes(m, global) / 1048576.0);
+        else if (st != GM_OK)
+            snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
+    } else {
+        snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
+    }
     gm_pool_free(loader);
     if (st == GM_OK) {
         st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
                             m->opt.cache_length);
         if (st == GM_OK) m->dev[i].w = w;
+        else snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
     }
     if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
-    if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
-        snprintf(j->err[i], sizeof j->err[i], "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all",
-                 gm_last_error(), global, (unsigned long long)device_weight_bytes(m, global),
-                 device_weight_bytes(m, global) / 1048576.0);
-    else if (st != GM_OK)
-        snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
 }
 
 /* The tokenizer must fit the embedding (it may be smaller: multimodal checkpoints have 262208 rows for

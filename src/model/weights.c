@@ -105,7 +105,9 @@ static void pack_worker(void *ctx, int i, int n) {
     if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
     uint8_t *stage = malloc(chunk * m->row_bytes);
     uint8_t *rowbuf = m->plan.split == GM_SPLIT_COLS ? malloc(j->t->row_bytes) : NULL;
-    gm_status st = stage && (rowbuf || m->plan.split != GM_SPLIT_COLS) ? GM_OK : gm_fail(GM_ERR_NOMEM, "out of memory");
+    gm_status st = stage && (rowbuf || m->plan.split != GM_SPLIT_COLS)
+                       ? GM_OK
+                       : gm_fail(GM_ERR_NOMEM, "cannot allocate %zu bytes to stage '%s'", chunk * m->row_bytes, j->t->name);
     for (size_t r = lo * GM_PANEL_ROWS; r < r_end && st == GM_OK; r += chunk) {
         size_t nr = r_end - r < chunk ? r_end - r : chunk;
         st = read_slice_rows(j->src, j->t, m, j->di, r, nr, stage, rowbuf);
