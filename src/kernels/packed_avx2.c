@@ -25,7 +25,7 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
     const size_t nb = cols / GM_XQ_BLOCK;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), lim = _mm256_set1_ps(32767.0f);
     const __m256 nlim = _mm256_set1_ps(-32767.0f);
-    const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    enum { rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate: a const int is not one in C (clang) */
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = nb;

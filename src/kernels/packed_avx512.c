@@ -16,7 +16,7 @@ enum { NT = 8, NTQ = 6 }; /* inputs per matmul pass (BF16 f32, quantized: two in
 static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     const size_t nb = cols / GM_XQ_BLOCK;
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), lim = _mm512_set1_ps(32767.0f);
-    const int rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    enum { rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }; /* an immediate: a const int is not one in C (clang) */
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = nb;
