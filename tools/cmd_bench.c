@@ -47,11 +47,19 @@ static double kv_read_bytes(const gm_config *c, long pos) {
     return b;
 }
 
+/* first index of the largest value: a max over 8 independent lanes (vectorizable), then its position */
 static int32_t argmax(const float *x, int n) {
-    int32_t b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+    float m[8];
+    for (int k = 0; k < 8; k++) m[k] = n > 0 ? x[0] : 0.0f;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    float best = m[0];
+    for (int k = 1; k < 8; k++) best = m[k] > best ? m[k] : best;
+    for (; i < n; i++) best = x[i] > best ? x[i] : best;
+    for (i = 0; i < n; i++)
+        if (x[i] == best) return i;
+    return 0;
 }
 
 int cmd_bench(int argc, char **argv) {
