@@ -19,6 +19,8 @@ fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1"; fail=1; }
 tmp=$(mktemp -d)
+# killed ranks cannot remove their shared-memory segments: keep them in $tmp, which the trap removes
+export OMPI_MCA_btl_vader_backing_directory=$tmp
 mp=
 children() { # pids whose parent is $1 (no procps needed)
   local f
