@@ -36,10 +36,23 @@ HZ = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-PEER_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
-                   "-DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON "
-                   "-DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF "
-                   "-DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF")
+# ggml's per-ISA switches, each turned on only when this CPU reports the flag (a build for another CPU
+# dies with SIGILL: AVX-VNNI is Intel-only, for one). AMX stays off: its path crashes (docs/BENCHMARKS.md).
+PEER_ISA_FLAGS = [("AVX", "avx"), ("AVX2", "avx2"), ("FMA", "fma"), ("F16C", "f16c"), ("BMI2", "bmi2"),
+                  ("AVX_VNNI", "avx_vnni"), ("AVX512", "avx512f"), ("AVX512_VBMI", "avx512vbmi"),
+                  ("AVX512_VNNI", "avx512_vnni"), ("AVX512_BF16", "avx512_bf16")]
+
+
+def peer_cmake_args():
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    isa = " ".join(f"-DGGML_{name}={'ON' if flag in flags else 'OFF'}" for name, flag in PEER_ISA_FLAGS)
+    return ("-DGGML_NATIVE=OFF " + isa + " -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF "
+            "-DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF")
 
 
 def cpu_busy_seconds():
@@ -105,9 +118,12 @@ def build_peer(dest):
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
         subprocess.check_call([sys.executable, "-m", "venv", venv])
-    env = dict(os.environ, CMAKE_ARGS=PEER_CMAKE_ARGS, CMAKE_BUILD_PARALLEL_LEVEL=str(NCPU))
-    subprocess.check_call([py, "-m", "pip", "install", "--no-cache-dir", "--no-binary", "llama-cpp-python",
-                           "llama-cpp-python==0.3.36", "numpy"], env=env)
+    env = dict(os.environ, CMAKE_ARGS=peer_cmake_args(), CMAKE_BUILD_PARALLEL_LEVEL=str(NCPU))
+    pip = [py, "-m", "pip", "install", "--no-cache-dir"]
+    subprocess.check_call(pip + ["numpy", "typing-extensions", "diskcache", "jinja2"])
+    # always rebuilt: a wheel left from another machine may use instructions this CPU lacks
+    subprocess.check_call(pip + ["--no-binary", "llama-cpp-python", "--force-reinstall", "--no-deps",
+                                 "llama-cpp-python==0.3.36"], env=env)
     return py
 
 

@@ -9,14 +9,18 @@
 #include "base/threads.h"
 #include "kernels/matvec.h"
 
-/* Weights live in anonymous memory (faster to stream than mmap'd page cache on these VMs); big
- * buffers ask for transparent huge pages. */
+/* Weights live in anonymous memory (faster to stream than mmap'd page cache on these VMs), in
+ * transparent huge pages unless GM_HUGEPAGES=0: the hardware prefetcher runs across a 2 MiB page but
+ * stops at every 4 KiB one (270M decode, 1 thread: 77-81 tok/s with, 62-72 without). The price is
+ * the first touch: right after the file filled the page cache a huge-page fault may go through
+ * compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without; docs/BENCHMARKS.md, "Load"). */
 static void *alloc_weights(size_t bytes) {
     size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
     void *p = NULL;
     if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
-    if (align == (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+    const char *e = getenv("GM_HUGEPAGES");
+    if (align == (2u << 20) && !(e && *e == '0')) madvise(p, bytes, MADV_HUGEPAGE);
 #endif
     return p;
 }
@@ -85,12 +89,29 @@ static gm_status read_slice_rows(const gm_source *src, const gm_tensor_info *t, 
 
 /* A quantized (or BF16) slice, packed into 16-row panels. The device's threads each read and pack a
  * share of the panels through their own staging buffer of about 1 MiB, so the copy out of the page
- * cache, the first touch of the new pages and the packing all run in parallel. */
+ * cache, the first touch of the new pages and the packing all run in parallel. The staging buffers
+ * live for the whole load (one per loader thread, grown on demand): a fresh 1 MiB malloc per tensor
+ * is a fresh mmap, whose pages the kernel zeroes and unmaps each time. */
+typedef struct gm_stage {
+    uint8_t *buf, *row;
+    size_t cap, row_cap;
+} gm_stage;
+
+static bool stage_reserve(uint8_t **p, size_t *cap, size_t want) {
+    if (*cap >= want) return true;
+    uint8_t *n = realloc(*p, want);
+    if (!n) return false;
+    *p = n;
+    *cap = want;
+    return true;
+}
+
 typedef struct pack_job {
     const gm_source *src;
     const gm_tensor_info *t;
     gm_matrix *m;
     const gm_dtype_info *di;
+    gm_stage *stages; /* [pool size] */
     gm_status st[256];
     char err[256][160];
 } pack_job;
@@ -98,23 +119,22 @@ typedef struct pack_job {
 static void pack_worker(void *ctx, int i, int n) {
     pack_job *j = ctx;
     gm_matrix *m = j->m;
+    gm_stage *sg = &j->stages[i];
     size_t panels = ((size_t)m->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS, lo, hi;
     gm_split_range(panels, n, i, 1, &lo, &hi);
     size_t r_end = hi * GM_PANEL_ROWS < m->rows ? hi * GM_PANEL_ROWS : (size_t)m->rows;
     size_t chunk = (1u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
     if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
-    uint8_t *stage = malloc(chunk * m->row_bytes);
-    uint8_t *rowbuf = m->plan.split == GM_SPLIT_COLS ? malloc(j->t->row_bytes) : NULL;
-    gm_status st = stage && (rowbuf || m->plan.split != GM_SPLIT_COLS)
+    bool cols = m->plan.split == GM_SPLIT_COLS;
+    gm_status st = stage_reserve(&sg->buf, &sg->cap, chunk * m->row_bytes) &&
+                           (!cols || stage_reserve(&sg->row, &sg->row_cap, j->t->row_bytes))
                        ? GM_OK
                        : gm_fail(GM_ERR_NOMEM, "cannot allocate %zu bytes to stage '%s'", chunk * m->row_bytes, j->t->name);
     for (size_t r = lo * GM_PANEL_ROWS; r < r_end && st == GM_OK; r += chunk) {
         size_t nr = r_end - r < chunk ? r_end - r : chunk;
-        st = read_slice_rows(j->src, j->t, m, j->di, r, nr, stage, rowbuf);
-        if (st == GM_OK) gm_pack_rows(&m->packed, stage, m->row_bytes, r, r + nr);
+        st = read_slice_rows(j->src, j->t, m, j->di, r, nr, sg->buf, sg->row);
+        if (st == GM_OK) gm_pack_rows(&m->packed, sg->buf, m->row_bytes, r, r + nr);
     }
-    free(stage);
-    free(rowbuf);
     if (i < 256) {
         j->st[i] = st;
         if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
@@ -122,7 +142,7 @@ static void pack_worker(void *ctx, int i, int n) {
 }
 
 static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
-                             int dev, gm_pool *pool, uint64_t *bytes) {
+                             int dev, gm_pool *pool, gm_stage *stages, uint64_t *bytes) {
     size_t pbytes = gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols);
     gm_pack_describe(t->type, (size_t)m->rows, (size_t)m->cols, &m->packed);
     m->packed.data = alloc_weights(pbytes);
@@ -132,7 +152,7 @@ static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_m
     *bytes += pbytes;
     pack_job *j = calloc(1, sizeof *j);
     if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    j->src = src, j->t = t, j->m = m, j->di = di;
+    j->src = src, j->t = t, j->m = m, j->di = di, j->stages = stages;
     /* small matrices are not worth waking the other threads for */
     if (pool && pbytes >= (1u << 20)) gm_pool_run(pool, pack_worker, j);
     else pack_worker(j, 0, 1);
@@ -144,7 +164,7 @@ static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_m
 }
 
 static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
-                             const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
+                             gm_stage *stages, const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
     const gm_tensor_info *t = need(src, name);
     if (!t) return GM_ERR_FORMAT;
     GM_TRY(expect_shape(src, t, ne0, ne1));
@@ -184,7 +204,7 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
         m->row_bytes = (size_t)t->row_bytes;
     }
     if (!exact_mode() && gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols) > 0)
-        return load_packed(src, t, m, di, dev, pool, bytes);
+        return load_packed(src, t, m, di, dev, pool, stages, bytes);
     size_t total = (size_t)(m->rows * m->row_bytes);
     m->data = alloc_weights(total);
     if (!m->data)
@@ -217,8 +237,8 @@ static void free_matrix(gm_matrix *m) {
     memset(m, 0, sizeof *m);
 }
 
-gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
-                          gm_device_weights *w) {
+static gm_status load_all(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
+                         gm_stage *stages, gm_device_weights *w) {
     const gm_config *c = gm_source_config(src);
     memset(w, 0, sizeof *w);
     uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, H = (uint64_t)c->head_dim;
@@ -226,7 +246,7 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
     bool add1 = c->norms_add_one;
     w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
     if (!w->layers) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
+    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, stages, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
     GM_TRY(load_vector(src, "output_norm.weight", D, add1, &w->final_norm, &w->bytes));
     char name[128];
     for (int l = 0; l < c->n_layers; l++) {
@@ -236,7 +256,7 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
     GM_TRY(load_vector(src, name, n, add1, &L->field, &w->bytes))
 #define MAT(field, suffix, ne0, ne1)                                                                                   \
     snprintf(name, sizeof name, "blk.%d." suffix ".weight", l);                                                        \
-    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, name, ne0, ne1, &L->field, &w->bytes))
+    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, stages, name, ne0, ne1, &L->field, &w->bytes))
         VEC(attn_norm, "attn_norm", D);
         VEC(post_attn_norm, "post_attention_norm", D);
         VEC(ffn_norm, "ffn_norm", D);
@@ -254,6 +274,20 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
 #undef MAT
     }
     return GM_OK;
+}
+
+gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
+                          gm_device_weights *w) {
+    int n = gm_pool_size(pool);
+    gm_stage *stages = calloc((size_t)n, sizeof *stages);
+    if (!stages) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    gm_status st = load_all(src, rule, n_dev, dev, pool, stages, w);
+    for (int i = 0; i < n; i++) {
+        free(stages[i].buf);
+        free(stages[i].row);
+    }
+    free(stages);
+    return st;
 }
 
 void gm_weights_free(gm_device_weights *w, int n_layers) {
