@@ -36,7 +36,8 @@ static cpu_features detect(void) {
     f.avx2 = os_ymm && avx2 && fma && f16c;
     /* The avx512 kernels use F, BW, VL and DQ only (VNNI / BF16 instructions are not emitted). */
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
-    f.avx512vnni = f.avx512 && (c >> 11 & 1); /* the packed kernels' vpdpwssd */
+    bool bmi2 = b >> 8 & 1;
+    f.avx512vnni = f.avx512 && (c >> 11 & 1) && bmi2; /* the packed kernels' vpdpwssd / vpdpbusd, pdep */
     bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1, os_tile = (xcr0 >> 17 & 3) == 3;
     f.amx = f.avx512vnni && amx_bf16 && amx_tile && os_tile; /* and the kernel's permission: init_once */
     return f;
@@ -92,6 +93,16 @@ const gm_packed_ops *gm_packed_lookup(const char *isa) {
     return NULL;
 }
 
+bool gm_packed_int8_matmul(void) {
+    pthread_once(&g_once, init_once);
+    const char *e = getenv("GM_INT16_MATMUL"); /* the int16 path, to compare */
+    return g_packed->matmul8 != NULL && !(e && *e == '1');
+}
+
+bool gm_packed_kind_int8(gm_pack_kind k) {
+    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
+}
+
 bool gm_packed_amx_matmul(void) {
     pthread_once(&g_once, init_once);
     return g_packed == &gm_packed_amx;
@@ -131,6 +142,11 @@ const gm_packed_ops *gm_packed_ops_chosen(void) { return packed_ops(); }
 
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     packed_ops()->quantize_x(x, ldx, T, cols, xq);
+    xq->has8 = false;
+}
+
+void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    packed_ops()->quantize_x8(x, ldx, T, cols, xq);
 }
 
 void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
@@ -138,5 +154,7 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 }
 
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    packed_ops()->matmul(P, r0, r1, xq, T, Y, ldy);
+    const gm_packed_ops *o = packed_ops();
+    if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

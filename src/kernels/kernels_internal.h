@@ -26,6 +26,10 @@ typedef struct gm_packed_ops {
     void (*split_bf16)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
     void (*matvec)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
     void (*matmul)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+    /* the same with the int8 terms (xq->has8, a kind of gm_packed_kind_int8); NULL where not faster */
+    void (*matmul8)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+    /* gm_quantize_x8, bit for bit as gm_quantize_x8_ref */
+    void (*quantize_x8)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 } gm_packed_ops;
 
 extern const gm_packed_ops gm_packed_scalar;
@@ -81,6 +85,12 @@ const gm_packed_ops *gm_packed_ops_chosen(void);
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i);
 void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+/* The int8-term product: exact integer dots per tile, scaled and summed in f64. */
+void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *sum);
+/* Position of column c (< 32) of a block in the int8 terms' lane order. */
+static inline int gm_x8_pos(int c) { return c < 16 ? 4 * (c / 2) + (c & 1) : 4 * ((c - 16) / 2) + 2 + (c & 1); }
 
 /* The end of quantizing one 32-value block v whose max |v| is amax (every path finds amax its own
  * way, then computes exactly this, so all paths agree bit for bit): d = amax / 32767,

@@ -32,7 +32,14 @@
  * within 2^-31 of its block's largest (f32 keeps 2^-24 of each value) and a product is two exact
  * integer dots (vpdpwssd / vpmaddwd) times d_w d_x: the packed kernels are as accurate as f32 ones
  * (tests/unit/test_reference_270m.c holds them to Hugging Face's logits). The f32 kernels of matvec.h
- * on the file's layout remain (GM_EXACT=1). */
+ * on the file's layout remain (GM_EXACT=1).
+ *
+ * Batched products (T > 1) on AVX-512 VNNI without AMX take the inputs as three int8 terms instead,
+ * x ~ e (b1 + b2 / 254 + b3 / 254^2) with e = max|x| / 127 per 32 values (within 2^-23 of the block's
+ * largest), so vpdpbusd multiplies 16 rows x 4 columns of codes (as u8) by 4 broadcast input bytes:
+ * 24 instructions per tile and input where the int16 terms take 32. In a block the terms' bytes are
+ * ordered as the codes of one lane, step g = 0..7: columns 2g, 2g + 1, 2g + 16, 2g + 17 (pairs g and
+ * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16). */
 #ifndef GM_KERNELS_PACKED_H
 #define GM_KERNELS_PACKED_H
 
@@ -94,11 +101,26 @@ typedef struct gm_xq {
     uint16_t *hi, *mid, *lo; /* [Tpad][ldq] bf16 split x = hi + mid + lo (the AMX matmuls); rows up to a
                               * multiple of 16 are zero */
     bool split;        /* hi / mid / lo hold this batch (the AMX matmul uses them, else x) */
+    int8_t *b8;        /* [T][ld8] per block 96 bytes: terms b1, b2, b3, 32 bytes each in lane order */
+    float *e8;         /* [T][ldd] per block: max |x| / 127 (0 for an all-zero block, NaN for a bad one) */
+    int32_t *s8;       /* [T][3 ldd] per block: the sum of each term's 32 values */
+    size_t ld8;        /* row stride of b8 in bytes (a view of columns [c0, ..) offsets b8 by 3 c0, e8 by
+                        * c0 / 32, s8 by 3 c0 / 32) */
+    bool has8;         /* b8 / e8 / s8 hold this batch (gm_quantize_x8) */
 } gm_xq;
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
  * ldd = cols / 32). The same on every path, bit for bit. */
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+
+/* The three int8 terms of T rows of x (sets ld8 = 3 cols and has8; the int16 terms are untouched).
+ * One portable implementation: every path reads the same bytes. */
+void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
+ * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6). */
+bool gm_packed_int8_matmul(void);
+/* Whether kind k has an int8-term matmul. */
+bool gm_packed_kind_int8(gm_pack_kind k);
 
 /* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16
  * rows, the extra rows zero; they need room for that), the 32-value sums of x in s, and sets

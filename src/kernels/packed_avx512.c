@@ -55,6 +55,55 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
     }
 }
 
+/* The int8 terms (packed.h), as gm_x8_block_ref element by element. */
+GM_AI __m256i x8_store_order(__m512 a, __m512 b) { /* 32 values as int8, pairs (2g, 2g+1), (2g+16, 2g+17) */
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a))),
+                                        _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(b)), 1);
+    const __m256i idx = _mm256_setr_epi16(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    return _mm256_permutexvar_epi16(idx, v);
+}
+
+GM_AI int32_t sum_terms(__m512 a, __m512 b) { return _mm512_reduce_add_epi32(_mm512_cvtps_epi32(_mm512_add_ps(a, b))); }
+
+static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), lim = _mm512_set1_ps(127.0f),
+                 nlim = _mm512_set1_ps(-127.0f);
+    enum { rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
+    xq->ld8 = 3 * cols;
+    for (size_t t = 0; t < T; t++)
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = x + t * ldx + GM_XQ_BLOCK * b;
+            int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
+            size_t k = t * nb + b;
+            __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
+            __mmask16 nan = _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
+            if (nan || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
+                gm_x8_block_ref(v, amax, q, &xq->e8[k], &xq->s8[3 * k]);
+                continue;
+            }
+            float d = amax / 127.0f, inv = 127.0f / amax, d2 = d / 254.0f;
+            float inv2 = inv * 254.0f, inv3 = inv2 * 254.0f;
+            __m512 a1 = _mm512_roundscale_ps(_mm512_mul_ps(v0, _mm512_set1_ps(inv)), rne);
+            __m512 b1 = _mm512_roundscale_ps(_mm512_mul_ps(v1, _mm512_set1_ps(inv)), rne);
+            __m512 ra = _mm512_fnmadd_ps(_mm512_set1_ps(d), a1, v0), rb = _mm512_fnmadd_ps(_mm512_set1_ps(d), b1, v1);
+            __m512 a2 = _mm512_roundscale_ps(_mm512_mul_ps(ra, _mm512_set1_ps(inv2)), rne);
+            __m512 b2 = _mm512_roundscale_ps(_mm512_mul_ps(rb, _mm512_set1_ps(inv2)), rne);
+            a2 = _mm512_max_ps(_mm512_min_ps(a2, lim), nlim), b2 = _mm512_max_ps(_mm512_min_ps(b2, lim), nlim);
+            ra = _mm512_fnmadd_ps(_mm512_set1_ps(d2), a2, ra), rb = _mm512_fnmadd_ps(_mm512_set1_ps(d2), b2, rb);
+            __m512 a3 = _mm512_roundscale_ps(_mm512_mul_ps(ra, _mm512_set1_ps(inv3)), rne);
+            __m512 b3 = _mm512_roundscale_ps(_mm512_mul_ps(rb, _mm512_set1_ps(inv3)), rne);
+            a3 = _mm512_max_ps(_mm512_min_ps(a3, lim), nlim), b3 = _mm512_max_ps(_mm512_min_ps(b3, lim), nlim);
+            _mm256_storeu_si256((__m256i *)q, x8_store_order(a1, b1));
+            _mm256_storeu_si256((__m256i *)(q + 32), x8_store_order(a2, b2));
+            _mm256_storeu_si256((__m256i *)(q + 64), x8_store_order(a3, b3));
+            xq->e8[k] = d;
+            xq->s8[3 * k] = sum_terms(a1, b1), xq->s8[3 * k + 1] = sum_terms(a2, b2), xq->s8[3 * k + 2] = sum_terms(a3, b3);
+        }
+    xq->has8 = true;
+}
+
 /* x = hi + mid + lo in bf16 (round to nearest even, as gm_split_bf16_ref), and the 32-value sums */
 void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     size_t Tpad = (T + 15) / 16 * 16;
@@ -331,6 +380,106 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
     }
 }
 
+/* ---- matmul with the int8 input terms (packed.h): vpdpbusd, codes as u8, 4 columns per lane ---- */
+
+enum { NT8 = 6 }; /* inputs per pass: 3 int32 sums + 1 f32 accumulator each */
+
+/* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
+GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
+    if (K == GM_PK_D16 || K == GM_PK_SM32) { /* pairs g and g + 8 side by side; D16's int8 + 128 */
+        __m512i a = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
+        __m512i b = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g + 256))), 16);
+        /* (a | b) ^ 0x80 per byte, or a | b */
+        return K == GM_PK_D16 ? _mm512_ternarylogic_epi32(a, b, _mm512_set1_epi32((int)0x80808080u), 0x56)
+                              : _mm512_or_si512(a, b);
+    }
+    /* lane = byte 2r | byte 2r+1 << 8; (lane | lane << 12) & 0x0f0f0f0f = lo, lo, hi, hi nibbles */
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
+    __m512i w = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(v, 12), _mm512_set1_epi32(0x0f0f0f0f), 0xa8);
+    if (K == GM_PK_N5D) { /* bit 4: plane bits of pair g to bytes 0, 1 of each lane, pair g + 8 to 2, 3 */
+        uint32_t pa, pb;
+        memcpy(&pa, t + 256 + 4 * g, 4);
+        memcpy(&pb, t + 256 + 4 * (g + 8), 4);
+        __mmask64 m = _pdep_u64(pa, 0x3333333333333333ull) | _pdep_u64(pb, 0xccccccccccccccccull);
+        w = _mm512_mask_add_epi8(w, m, w, _mm512_set1_epi8(16));
+    }
+    return w;
+}
+
+GM_AI void matmul8_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq,
+                     size_t t0, float *Y, size_t ldy) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldd = xq->ldd;
+    const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
+    const uint8_t *t = P->data + p * P->panel_bytes;
+    __m512 acc[NT8];
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < tiles; b++, t += tb) {
+        __m512i i1[NT8], i2[NT8], i3[NT8];
+        const int32_t *x[NT8];
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) {
+            x[j] = (const int32_t *)(xq->b8 + (t0 + (size_t)j) * xq->ld8 + 96 * b);
+            i1[j] = i2[j] = i3[j] = _mm512_setzero_si512();
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m512i w = tile_u8(K, t, g);
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++) {
+                i1[j] = _mm512_dpbusd_epi32(i1[j], w, _mm512_set1_epi32(x[j][g]));
+                i2[j] = _mm512_dpbusd_epi32(i2[j], w, _mm512_set1_epi32(x[j][8 + g]));
+                i3[j] = _mm512_dpbusd_epi32(i3[j], w, _mm512_set1_epi32(x[j][16 + g]));
+            }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < nt; j++) {
+            size_t o = (t0 + (size_t)j) * ldd + b;
+            const int32_t *S = xq->s8 + 3 * o;
+            float e = xq->e8[o];
+            __m512i v1 = _mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0]));
+            __m512i v2 = _mm512_sub_epi32(i2[j], _mm512_set1_epi32(off * S[1]));
+            __m512i v3 = _mm512_sub_epi32(i3[j], _mm512_set1_epi32(off * S[2]));
+            __m512 F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
+                                       _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f),
+                                                       _mm512_cvtepi32_ps(v1)));
+            if (K == GM_PK_D16 || K == GM_PK_N5D) {
+                __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
+                acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
+            } else { /* w = s q + m: the m part needs the block sum of x */
+                const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+                float sx = e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
+                acc[j] = _mm512_fmadd_ps(_mm512_load_ps(sm + 16), _mm512_set1_ps(sx), acc[j]);
+                acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(_mm512_load_ps(sm), _mm512_set1_ps(e)), acc[j]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
+}
+
+GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                        size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        size_t t = 0;
+        for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t < T; t++) matmul8_k(K, 1, P, p, r0, r1, xq, t, Y, ldy);
+    }
+}
+
+static void packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                                  size_t ldy) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_D16: matmul8_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_SM32: matmul8_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    default: gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy); return; /* int16 terms */
+    }
+}
+
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                              size_t ldy) {
     if (r1 <= r0) return;
@@ -353,4 +502,4 @@ void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 }
 
 const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
-                                        gm_packed_matmul_avx512};
+                                        gm_packed_matmul_avx512, packed_matmul8_avx512, quantize_x8_avx512};

@@ -109,4 +109,83 @@ void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
     gm_packed_matmul_ref(P, r0, r1, xq, 1, y, 0);
 }
 
-const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref};
+/* ---- the int8-term inputs of batched products (packed.h) ---- */
+
+/* The int8 terms of one 32-value block v (amax = max |v|, found any way): every path computes exactly
+ * this, element by element, so all agree bit for bit. q points at the block's 96 bytes. */
+void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *sum) {
+    int bad = !(amax <= 3.4028235e38f);
+    for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
+    sum[0] = sum[1] = sum[2] = 0;
+    if (bad || amax < 1e-30f) {
+        memset(q, 0, 96);
+        *e = bad ? __builtin_nanf("") : 0.0f;
+        return;
+    }
+    float d = amax / 127.0f, inv = 127.0f / amax, d2 = d / 254.0f;
+    float inv2 = inv * 254.0f, inv3 = inv2 * 254.0f;
+    for (int c = 0; c < 32; c++) {
+        float q1 = __builtin_rintf(v[c] * inv), r1 = __builtin_fmaf(-d, q1, v[c]);
+        float q2 = __builtin_rintf(r1 * inv2);
+        q2 = q2 > 127.0f ? 127.0f : q2 < -127.0f ? -127.0f : q2;
+        float r2 = __builtin_fmaf(-d2, q2, r1), q3 = __builtin_rintf(r2 * inv3);
+        q3 = q3 > 127.0f ? 127.0f : q3 < -127.0f ? -127.0f : q3;
+        int p = gm_x8_pos(c);
+        q[p] = (int8_t)q1, q[32 + p] = (int8_t)q2, q[64 + p] = (int8_t)q3;
+        sum[0] += (int32_t)q1, sum[1] += (int32_t)q2, sum[2] += (int32_t)q3;
+    }
+    *e = d;
+}
+
+void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    const size_t nb = cols / GM_XQ_BLOCK;
+    xq->ld8 = 3 * cols;
+    for (size_t t = 0; t < T; t++)
+        for (size_t b = 0; b < nb; b++) {
+            const float *v = x + t * ldx + GM_XQ_BLOCK * b;
+            float amax = 0.0f;
+            for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
+            gm_x8_block_ref(v, amax, xq->b8 + t * xq->ld8 + 96 * b, &xq->e8[t * nb + b], &xq->s8[3 * (t * nb + b)]);
+        }
+    xq->has8 = true;
+}
+
+/* one tile's contribution to row i for input t from the int8 terms, in f64 */
+static double tile8_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
+    const gm_pack_kind k = P->kind;
+    const int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
+    const int32_t *S = xq->s8 + 3 * (t * xq->ldd + b);
+    double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0;
+    for (int term = 0; term < 3; term++) {
+        int64_t dot = 0;
+        for (int c = 0; c < 32; c++) dot += (int64_t)gm_packed_code(k, tile, c / 2, 2 * i + (c & 1)) * q[32 * term + gm_x8_pos(c)];
+        double w = term == 0 ? 1.0 : term == 1 ? 1.0 / 254 : 1.0 / 64516;
+        F += w * (double)dot;
+        Sx += w * (double)S[term];
+    }
+    switch (k) {
+    case GM_PK_D16: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * e * F;
+    case GM_PK_N5D: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * e * (F - 16.0 * Sx);
+    case GM_PK_SM32: case GM_PK_N4SM: {
+        size_t so = k == GM_PK_SM32 ? 512 : 256;
+        return (double)f32_at(tile + so + 4 * i) * e * F + (double)f32_at(tile + so + 64 + 4 * i) * e * Sx;
+    }
+    default: return 0.0;
+    }
+}
+
+void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    const size_t nb = P->cols / 32;
+    for (size_t r = r0; r < r1; r++) {
+        const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
+        int i = (int)(r % GM_PANEL_ROWS);
+        for (size_t t = 0; t < T; t++) {
+            double acc = 0.0;
+            for (size_t b = 0; b < nb; b++) acc += tile8_ref(P, panel + b * P->tile_bytes, i, xq, t, b);
+            Y[t * ldy + (r - r0)] = (float)acc;
+        }
+    }
+}
+
+const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
+                                        NULL, gm_quantize_x8_ref};

@@ -47,8 +47,17 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
     d->xq.mid = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
     d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    /* the int8 terms of batched products (3 bytes per value; only where the kernels use them) */
+    bool int8 = T > 1 && gm_packed_int8_matmul();
+    if (int8) {
+        d->xq.b8 = aligned_alloc(64, (3 * nq + 63) / 64 * 64);
+        d->xq.e8 = malloc(nblk * sizeof(float));
+        d->xq.s8 = malloc(3 * nblk * sizeof(int32_t));
+        d->activation_bytes += 3 * nq + 4 * nblk * sizeof(float);
+    }
     d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
-    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo) {
+    if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo ||
+        (int8 && (!d->xq.b8 || !d->xq.e8 || !d->xq.s8))) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -73,6 +82,9 @@ void gm_device_free(gm_device *d) {
     free(d->xq.hi);
     free(d->xq.mid);
     free(d->xq.lo);
+    free(d->xq.b8);
+    free(d->xq.e8);
+    free(d->xq.s8);
     memset(d, 0, sizeof *d);
 }
 
@@ -197,6 +209,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
             tk.xq.q += m->lo, tk.xq.q2 += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
             tk.xq.qs += m->lo / 8;
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
+            if (tk.xq.has8) tk.xq.b8 += 3 * m->lo, tk.xq.e8 += m->lo / GM_XQ_BLOCK, tk.xq.s8 += 3 * (m->lo / GM_XQ_BLOCK);
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
             for (int t = 0; t < T; t++)
@@ -247,6 +260,7 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
     } else {
         if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq);
         if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
+        if (quant && T > 1 && d->xq.b8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
     }
     mm_task tasks[4];
     if (fuse && n <= 4) {

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The transformers reference test of the real 270M (tests/unit/test_reference_270m.c: logits within 1e-3
 # of the largest, identical top-10 ids and 64-token greedy continuations) on every kernel path this CPU
-# has besides the default one: AVX-512 without AMX (GM_NO_AMX=1: integer prefill), AVX2 (GM_KERNELS=avx2)
-# and the f32 kernels on the file's layout (GM_EXACT=1). Speed never buys wrong logits on any path.
+# has besides the default one: AVX-512 without AMX (GM_NO_AMX=1: prefill on the int8 input terms),
+# the same with the int16 terms (GM_INT16_MATMUL=1), AVX2 (GM_KERNELS=avx2) and the f32 kernels on the
+# file's layout (GM_EXACT=1). Speed never buys wrong logits on any path.
 set -u
 [ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
 REF="$GM_BUILD/test_reference_270m"
 [ -x "$REF" ] || { echo "missing $REF"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
-for env in "GM_NO_AMX=1" "GM_KERNELS=avx2" "GM_EXACT=1"; do
+for env in "GM_NO_AMX=1" "GM_NO_AMX=1 GM_INT16_MATMUL=1" "GM_KERNELS=avx2" "GM_EXACT=1"; do
   if env $env "$REF" > "$T/log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL with $env:"; fi
   grep -E "passed|FAIL|long " "$T/log" | sed "s/^/  $env: /"
 done
