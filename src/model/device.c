@@ -247,12 +247,12 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
 /* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is
  * quantized once, the products run in one pass of the thread pool when none needs the staging
  * buffer, then each is completed by its collective, in order. */
-static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
-    bool quant = false, bf16 = false, fuse = true;
+/* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
+static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
+    bool quant = false, bf16 = false;
     for (int i = 0; i < n; i++) {
         quant |= ms[i]->packed.data && ms[i]->packed.kind != GM_PK_BF16;
         bf16 |= ms[i]->packed.data && ms[i]->packed.kind == GM_PK_BF16;
-        fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
     }
     size_t C = (size_t)ms[0]->full_cols;
     if (T > 1 && (quant || bf16) && gm_packed_amx_matmul()) {
@@ -262,6 +262,13 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
         if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
         if (quant && T > 1 && d->xq.b8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
     }
+}
+
+static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
+    bool fuse = true;
+    for (int i = 0; i < n; i++)
+        fuse &= !staged(d, ms[i], T) && (ms[i]->packed.data || ms[i]->plan.split != GM_SPLIT_COLS || T == 1);
+    prepare_inputs(d, ms, n, X, T);
     mm_task tasks[4];
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
@@ -400,6 +407,28 @@ static gm_status proj_n(gm_device *d, const gm_matrix *const *ms, int n, const f
     return GM_OK;
 }
 
+/* Whether this device's rows of gate and up are exactly the columns of down it holds: then the GeGLU
+ * of those rows stays here (down's partial sums are all-reduced anyway), with no gather of gate / up
+ * (fsdp and tp both split F this way). */
+static bool ffn_stays_local(const gm_device *d, const gm_layer_weights *W) {
+    return !d->rows_mode && d->n_devices > 1 && W->gate.plan.split == GM_SPLIT_ROWS &&
+           W->up.plan.split == GM_SPLIT_ROWS && W->down.plan.split == GM_SPLIT_COLS && W->gate.lo == W->up.lo &&
+           W->gate.hi == W->up.hi && W->down.lo == W->gate.lo && W->down.hi == W->gate.hi;
+}
+
+/* gate, up and GeGLU of this device's rows [lo, hi) of F, left in place in d->gate [T][F]. */
+static void ffn_local(gm_device *d, const gm_layer_weights *W, int T) {
+    size_t F = (size_t)d->cfg->d_ff, lo = (size_t)W->gate.lo, n = (size_t)(W->gate.hi - W->gate.lo);
+    const gm_matrix *gu[2] = {&W->gate, &W->up};
+    prepare_inputs(d, gu, 2, d->xn, T);
+    mm_task tasks[2];
+    float *out[2] = {d->gate, d->up};
+    for (int i = 0; i < 2; i++)
+        tasks[i] = (mm_task){.m = gu[i], .r0 = 0, .r1 = n, .X = d->xn, .xq = d->xq, .Y = out[i] + lo, .ldy = F};
+    run_tasks(d, tasks, 2, T);
+    for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F + lo, d->gate + t * F + lo, d->up + t * F + lo, n);
+}
+
 static gm_status layer_forward(gm_device *d, int l, int T) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
@@ -438,10 +467,14 @@ static gm_status layer_forward(gm_device *d, int l, int T) {
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
-    const gm_matrix *gu[2] = {&W->gate, &W->up};
-    float *gu_out[2] = {d->gate, d->up};
-    GM_TRY(proj_n(d, gu, 2, d->xn, T, gu_out));
-    for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
+    if (ffn_stays_local(d, W)) {
+        ffn_local(d, W, T);
+    } else {
+        const gm_matrix *gu[2] = {&W->gate, &W->up};
+        float *gu_out[2] = {d->gate, d->up};
+        GM_TRY(proj_n(d, gu, 2, d->xn, T, gu_out));
+        for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
+    }
     GM_TRY(proj(d, &W->down, d->gate, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
     return GM_OK;
