@@ -273,8 +273,15 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
         run_tasks(d, tasks, n, T);
-        for (int i = 0; i < n; i++) GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
-        return GM_OK;
+        /* partial sums are all-reduced one by one; row outputs gathered together */
+        float *gbufs[GM_GATHER_MAX];
+        const size_t *goffs[GM_GATHER_MAX];
+        int ng = 0;
+        for (int i = 0; i < n; i++) {
+            if (ms[i]->plan.split == GM_SPLIT_COLS) GM_TRY(linear_finish(d, ms[i], T, Ys[i]));
+            else gbufs[ng] = Ys[i], goffs[ng++] = (const size_t *)ms[i]->off;
+        }
+        return gm_comm_all_gather_n(d->comm, d->local, gbufs, goffs, ng);
     }
     for (int i = 0; i < n; i++) {
         tasks[0] = linear_task(d, ms[i], X, T, Ys[i]);

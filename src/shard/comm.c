@@ -12,6 +12,7 @@ struct gm_comm {
     int n_local, n_ranks, rank;
     gm_barrier barrier;
     void **slots;        /* [n_local] each device's published buffer */
+    float **gslots;      /* [n_local][GM_GATHER_MAX] published buffers of a multi-buffer gather */
     float **scratch;     /* [n_local] private reduction outputs */
     size_t *scratch_cap;
     size_t *rank_off;    /* [n_ranks + 1] for MPI gathers */
@@ -29,11 +30,13 @@ gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out) {
     c->n_ranks = n_ranks;
     c->rank = rank;
     c->slots = calloc((size_t)n_local, sizeof *c->slots);
+    c->gslots = calloc((size_t)n_local * GM_GATHER_MAX, sizeof *c->gslots);
     c->scratch = calloc((size_t)n_local, sizeof *c->scratch);
     c->scratch_cap = calloc((size_t)n_local, sizeof *c->scratch_cap);
     c->rank_off = calloc((size_t)n_ranks + 1, sizeof *c->rank_off);
-    if (!c->slots || !c->scratch || !c->scratch_cap || !c->rank_off || gm_barrier_init(&c->barrier, n_local) != GM_OK) {
+    if (!c->slots || !c->gslots || !c->scratch || !c->scratch_cap || !c->rank_off || gm_barrier_init(&c->barrier, n_local) != GM_OK) {
         free(c->slots);
+        free(c->gslots);
         free(c->scratch);
         free(c->scratch_cap);
         free(c->rank_off);
@@ -49,6 +52,7 @@ void gm_comm_free(gm_comm *c) {
     for (int i = 0; i < c->n_local; i++) free(c->scratch[i]);
     gm_barrier_destroy(&c->barrier);
     free(c->slots);
+    free(c->gslots);
     free(c->scratch);
     free(c->scratch_cap);
     free(c->rank_off);
@@ -116,40 +120,52 @@ gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n) {
     return st;
 }
 
-gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off) {
+gm_status gm_comm_all_gather_n(gm_comm *c, int local, float *const *bufs, const size_t *const *offs, int n) {
     int P = gm_comm_devices(c);
-    if (P == 1) return GM_OK;
+    if (P == 1 || n < 1) return GM_OK;
+    if (n > GM_GATHER_MAX) return gm_fail(GM_ERR_ARG, "all-gather of %d buffers (at most %d)", n, GM_GATHER_MAX);
     double t0 = gm_now_seconds();
     gm_status st = GM_OK;
     int base = c->rank * c->n_local;
-    if (c->n_local > 1) {
-        c->slots[local] = buf;
+    float **mine = c->gslots + (size_t)local * GM_GATHER_MAX;
+    for (int i = 0; i < n; i++) mine[i] = bufs[i];
+    if (c->n_local > 1) { /* one pair of barriers for all the buffers */
         gm_barrier_wait(&c->barrier);
         for (int d = 0; d < c->n_local; d++) {
             if (d == local) continue;
-            const float *src = c->slots[d];
-            size_t lo = off[base + d], hi = off[base + d + 1];
-            memcpy(buf + lo, src + lo, (hi - lo) * sizeof *buf);
+            float *const *theirs = c->gslots + (size_t)d * GM_GATHER_MAX;
+            for (int i = 0; i < n; i++) {
+                size_t lo = offs[i][base + d], hi = offs[i][base + d + 1];
+                memcpy(bufs[i] + lo, theirs[i] + lo, (hi - lo) * sizeof(float));
+            }
         }
         gm_barrier_wait(&c->barrier);
     }
     if (c->n_ranks > 1) {
-        if (local == 0) {
-            for (int r = 0; r <= c->n_ranks; r++) c->rank_off[r] = off[r * c->n_local];
-            st = gm_mpi_all_gather(buf, c->rank_off);
-        }
-        c->slots[local] = buf;
+        if (local == 0)
+            for (int i = 0; i < n && st == GM_OK; i++) {
+                for (int r = 0; r <= c->n_ranks; r++) c->rank_off[r] = offs[i][r * c->n_local];
+                st = gm_mpi_all_gather(bufs[i], c->rank_off);
+            }
         gm_barrier_wait(&c->barrier);
         if (local != 0 && st == GM_OK) {
-            const float *src = c->slots[0];
-            size_t mine_lo = off[base], mine_hi = off[base + c->n_local];
-            memcpy(buf, src, mine_lo * sizeof *buf);
-            memcpy(buf + mine_hi, src + mine_hi, (off[P] - mine_hi) * sizeof *buf);
+            float *const *root = c->gslots;
+            for (int i = 0; i < n; i++) {
+                size_t mine_lo = offs[i][base], mine_hi = offs[i][base + c->n_local];
+                memcpy(bufs[i], root[i], mine_lo * sizeof(float));
+                memcpy(bufs[i] + mine_hi, root[i] + mine_hi, (offs[i][P] - mine_hi) * sizeof(float));
+            }
         }
         gm_barrier_wait(&c->barrier);
     }
-    account(c, local, (double)(P - 1) / P * (double)off[P] * sizeof(float), t0);
+    double bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (double)(P - 1) / P * (double)offs[i][P] * sizeof(float);
+    account(c, local, bytes, t0);
     return st;
+}
+
+gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off) {
+    return gm_comm_all_gather_n(c, local, &buf, &off, 1);
 }
 
 gm_status gm_comm_reduce_scatter(gm_comm *c, int local, float *buf, const size_t *off) {

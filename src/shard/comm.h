@@ -33,6 +33,10 @@ gm_status gm_comm_all_reduce(gm_comm *c, int local, float *buf, size_t n);
 /* Device g owns buf[off[g] .. off[g+1]) (off has devices+1 entries); afterwards every device's buf
  * holds every segment. */
 gm_status gm_comm_all_gather(gm_comm *c, int local, float *buf, const size_t *off);
+/* The same for n <= GM_GATHER_MAX buffers at once (buffer i split by offs[i]): one synchronization
+ * for all of them between the devices of a process. */
+enum { GM_GATHER_MAX = 4 };
+gm_status gm_comm_all_gather_n(gm_comm *c, int local, float *const *bufs, const size_t *const *offs, int n);
 /* Device g's buf[0 .. off[devices]) holds its contribution; afterwards buf[off[g] .. off[g+1]) on device g
  * holds the sum over all devices of that segment (summed in device order, so every device count that
  * splits the same way gets the same floats); the rest of buf is unspecified. */

@@ -1,7 +1,8 @@
 /* gm_comm_reduce_scatter over in-process devices (1..4 threads) and, when launched by mpirun (see
  * tests/cli/train_mpi.sh), across MPI ranks with 2 devices each: every device contributes known values;
  * each must end up with the exact sum of its own segment (uneven segments, an empty one included), and
- * the existing all-gather must still put the segments back together. */
+ * the existing all-gather must still put the segments back together, and a gather of three buffers at
+ * once (gm_comm_all_gather_n, each split its own way) must leave every segment's owner values in each. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 typedef struct job {
     gm_comm *c;
     int P, rank, n_local;
-    size_t off[9];
+    size_t off[9], off2[9];
     int bad[8];
     gm_status st[8];
 } job;
@@ -42,6 +43,20 @@ static void worker(void *ctx, int local, int n) {
         if (buf[i] != want) j->bad[local]++;
     }
     free(buf);
+    /* three buffers at once: each device writes only its segments, the rest is garbage before */
+    float *bufs[3];
+    const size_t *offs[3] = {j->off, j->off2, j->off};
+    for (int k = 0; k < 3; k++) {
+        size_t n = offs[k][j->P];
+        bufs[k] = malloc((n + 1) * sizeof(float));
+        for (size_t i = 0; i < n; i++) bufs[k][i] = i >= offs[k][g] && i < offs[k][g + 1] ? val(g, i) + 1000.0f * (float)k : -1.0f;
+    }
+    if (j->st[local] == GM_OK) j->st[local] = gm_comm_all_gather_n(j->c, local, bufs, offs, 3);
+    for (int k = 0; k < 3; k++) {
+        for (int d = 0; d < j->P; d++)
+            for (size_t i = offs[k][d]; i < offs[k][d + 1]; i++) j->bad[local] += bufs[k][i] != val(d, i) + 1000.0f * (float)k;
+        free(bufs[k]);
+    }
 }
 
 static void run(int n_local, int rank, int n_ranks) {
@@ -52,6 +67,7 @@ static void run(int n_local, int rank, int n_ranks) {
     size_t sizes[8] = {37, 0, 101, 5, 64, 1, 9, 30};
     if (j.P < 3) sizes[1] = 20;
     for (int d = 0; d < j.P; d++) j.off[d + 1] = j.off[d] + sizes[d];
+    for (int d = 0; d < j.P; d++) j.off2[d + 1] = j.off2[d] + sizes[7 - d] + 2;
     CHECK(gm_comm_create(n_local, n_ranks, rank, &j.c) == GM_OK, "%s", gm_last_error());
     gm_pool *pool;
     CHECK(gm_pool_create(n_local, &pool) == GM_OK, "pool");
@@ -61,7 +77,7 @@ static void run(int n_local, int rank, int n_ranks) {
         CHECK(j.bad[d] == 0, "%d ranks x %d devices: device %d: %d wrong sums", n_ranks, n_local, d, j.bad[d]);
     }
     gm_comm_stats s = gm_comm_get_stats(j.c);
-    if (j.P > 1) CHECK(s.calls == 2 && s.bytes > 0, "stats count the collectives (%llu calls)", (unsigned long long)s.calls);
+    if (j.P > 1) CHECK(s.calls == 3 && s.bytes > 0, "stats count the collectives (%llu calls)", (unsigned long long)s.calls);
     gm_pool_free(pool);
     gm_comm_free(j.c);
 }
