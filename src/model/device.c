@@ -244,9 +244,6 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
     return GM_OK;
 }
 
-/* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is
- * quantized once, the products run in one pass of the thread pool when none needs the staging
- * buffer, then each is completed by its collective, in order. */
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
     bool quant = false, bf16 = false;
@@ -264,6 +261,9 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
     }
 }
 
+/* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is
+ * prepared once, the products run in one pass of the thread pool when none needs the staging buffer,
+ * then the partial sums are all-reduced and the row outputs gathered in one synchronization. */
 static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T, float *const *Ys) {
     bool fuse = true;
     for (int i = 0; i < n; i++)
@@ -273,7 +273,6 @@ static gm_status linear_n(gm_device *d, const gm_matrix *const *ms, int n, const
     if (fuse && n <= 4) {
         for (int i = 0; i < n; i++) tasks[i] = linear_task(d, ms[i], X, T, Ys[i]);
         run_tasks(d, tasks, n, T);
-        /* partial sums are all-reduced one by one; row outputs gathered together */
         float *gbufs[GM_GATHER_MAX];
         const size_t *goffs[GM_GATHER_MAX];
         int ng = 0;
