@@ -88,21 +88,29 @@ static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_
 #undef DOT
 }
 
-void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
-        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
-        return;
-    }
+typedef double (*tile_fn)(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b);
+
+/* Y[t][r - r0] = the sum over the tiles of row r of tile(...), in f64 */
+static void tiles_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
+                      tile_fn tile) {
     const size_t nb = P->cols / 32;
     for (size_t r = r0; r < r1; r++) {
         const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
         int i = (int)(r % GM_PANEL_ROWS);
         for (size_t t = 0; t < T; t++) {
             double acc = 0.0;
-            for (size_t b = 0; b < nb; b++) acc += tile_ref(P, panel + b * P->tile_bytes, i, xq, t, b);
+            for (size_t b = 0; b < nb; b++) acc += tile(P, panel + b * P->tile_bytes, i, xq, t, b);
             Y[t * ldy + (r - r0)] = (float)acc;
         }
     }
+}
+
+void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
+        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
+        return;
+    }
+    tiles_ref(P, r0, r1, xq, T, Y, ldy, tile_ref);
 }
 
 void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
@@ -175,16 +183,7 @@ static double tile8_ref(const gm_packed *P, const uint8_t *tile, int i, const gm
 }
 
 void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    const size_t nb = P->cols / 32;
-    for (size_t r = r0; r < r1; r++) {
-        const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
-        int i = (int)(r % GM_PANEL_ROWS);
-        for (size_t t = 0; t < T; t++) {
-            double acc = 0.0;
-            for (size_t b = 0; b < nb; b++) acc += tile8_ref(P, panel + b * P->tile_bytes, i, xq, t, b);
-            Y[t * ldy + (r - r0)] = (float)acc;
-        }
-    }
+    tiles_ref(P, r0, r1, xq, T, Y, ldy, tile8_ref);
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
