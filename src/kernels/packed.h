@@ -113,8 +113,8 @@ typedef struct gm_xq {
  * ldd = cols / 32). The same on every path, bit for bit. */
 void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 
-/* The three int8 terms of T rows of x (sets ld8 = 3 cols and has8; the int16 terms are untouched).
- * One portable implementation: every path reads the same bytes. */
+/* The three int8 terms of T rows of x (sets cols, ldd = cols / 32, ld8 = 3 cols and has8; the int16
+ * terms are untouched), bit for bit the same on every path. */
 void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
  * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6). */

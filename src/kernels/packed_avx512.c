@@ -70,7 +70,7 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
     const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff)), lim = _mm512_set1_ps(127.0f),
                  nlim = _mm512_set1_ps(-127.0f);
     enum { rne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC };
-    xq->ld8 = 3 * cols;
+    xq->cols = cols, xq->ldd = cols / GM_XQ_BLOCK, xq->ld8 = 3 * cols;
     for (size_t t = 0; t < T; t++)
         for (size_t b = 0; b < nb; b++) {
             const float *v = x + t * ldx + GM_XQ_BLOCK * b;

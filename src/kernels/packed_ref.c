@@ -147,7 +147,7 @@ void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *s
 
 void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     const size_t nb = cols / GM_XQ_BLOCK;
-    xq->ld8 = 3 * cols;
+    xq->cols = cols, xq->ldd = cols / GM_XQ_BLOCK, xq->ld8 = 3 * cols;
     for (size_t t = 0; t < T; t++)
         for (size_t b = 0; b < nb; b++) {
             const float *v = x + t * ldx + GM_XQ_BLOCK * b;

@@ -246,18 +246,21 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
 
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
-    bool quant = false, bf16 = false;
+    bool quant = false, bf16 = false, int8 = T > 1 && d->xq.b8, int16 = false;
     for (int i = 0; i < n; i++) {
-        quant |= ms[i]->packed.data && ms[i]->packed.kind != GM_PK_BF16;
-        bf16 |= ms[i]->packed.data && ms[i]->packed.kind == GM_PK_BF16;
+        gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
+        quant |= k != GM_PK_NONE && k != GM_PK_BF16;
+        bf16 |= k == GM_PK_BF16;
+        int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k)); /* matvec, Q6_K */
     }
     size_t C = (size_t)ms[0]->full_cols;
     if (T > 1 && (quant || bf16) && gm_packed_amx_matmul()) {
         gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
     } else {
         if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq);
-        if (quant) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
-        if (quant && T > 1 && d->xq.b8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
+        /* the int16 terms only where a product reads them (gm_quantize_x clears has8: it goes first) */
+        if (int16) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
+        if (quant && int8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
     }
 }
 
