@@ -34,6 +34,8 @@ typedef enum gm_status {
 } gm_status;
 
 const char *gm_last_error(void);
+/* Where a call reports something that is not a failure (a skipped line, a cache it could not write). */
+typedef void (*gm_warn_fn)(void *user, const char *message);
 const char *gm_status_name(gm_status status);
 void gm_free(void *p);
 
@@ -113,6 +115,14 @@ typedef struct gm_load_options {
     gm_sharding sharding;
     int cache_length;         /* KV cache positions per session; default 4096 */
     bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
+    /* A directory for the weight cache (NULL: none): each device's packed matrices are written there
+     * once (one file per model, sharding and device) and later loads map them from the page cache
+     * instead of reading and packing the model file again: the 270M loads in ~60 ms instead of
+     * ~300. A stale or damaged file is ignored and rewritten; one that cannot be written is reported
+     * through warn and the load goes on. */
+    const char *weight_cache;
+    gm_warn_fn warn;          /* NULL: warnings are dropped */
+    void *warn_user;
 } gm_load_options;
 
 typedef struct gm_model gm_model;
@@ -133,6 +143,9 @@ uint64_t gm_model_weight_bytes(const gm_model *m);
 uint64_t gm_model_activation_bytes(const gm_model *m);
 typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
 gm_comm_counters gm_model_comm_counters(const gm_model *m);
+/* What the weight cache did for this process's devices: "off", "mapped" (every packed matrix came
+ * from the cache), "written" (packed from the model and saved) or "unwritten" (packed, not saved). */
+const char *gm_model_weight_cache(const gm_model *m);
 void gm_model_reset_comm_counters(gm_model *m);
 
 /* ---------------------------------------------------------------- sessions: KV cache + forward */
@@ -391,7 +404,6 @@ gm_status gm_trainer_resume(gm_trainer *t, const char *dir);
  * message. Examples longer than seq_len tokens are cut to seq_len and counted; one left with no response token
  * after the cut is reported and skipped (even with strict). */
 typedef struct gm_dataset gm_dataset;
-typedef void (*gm_warn_fn)(void *user, const char *message);
 typedef struct gm_dataset_options {
     int seq_len;              /* default 512 */
     bool strict;

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 /* Flags every model command shares, and loading a model onto the mesh from the CLI. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,9 @@ const char *CLI_MODEL_FLAGS_HELP =
     "  --devices N            in-process devices of this process (default 1); under mpirun each rank brings N\n"
     "  --threads T            threads per device (default 1)\n"
     "  --sharding RULE        fsdp (default with several devices), tp or replicated\n"
-    "  --cache-length N       KV cache positions (default 4096)\n";
+    "  --cache-length N       KV cache positions (default 4096)\n"
+    "  --weight-cache DIR     keep the packed weights in DIR (written on the first load, one file per model,\n"
+    "                         sharding and device): later loads map them instead of packing (270M: ~0.3 s -> ~0.06 s)\n";
 
 void cli_model_flags_init(cli_model_flags *f) {
     memset(f, 0, sizeof *f);
@@ -49,12 +52,21 @@ int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_fla
             return cli_usage_error(cmd, "--sharding wants fsdp, tp or replicated"), -1;
         return 1;
     }
+    if (cli_flag_value(argc, argv, i, "--weight-cache", NULL, &v)) {
+        if (!v || !*v) return cli_usage_error(cmd, "--weight-cache needs a directory"), -1;
+        f->load.weight_cache = v;
+        return 1;
+    }
     if (cli_flag_value(argc, argv, i, "--cache-length", NULL, &v)) {
         if (!cli_parse_int(v, 1, 1 << 20, &n)) return cli_usage_error(cmd, "--cache-length wants an integer from 1 to 1048576"), -1;
         f->load.cache_length = (int)n;
         return 1;
     }
     return 0;
+}
+
+static void cli_warn(void *user, const char *message) {
+    fprintf(stderr, "gemma %s: warning: %s\n", (const char *)user, message);
 }
 
 /* A rank that cannot go on ends the whole MPI job (the program's decision, not the library's), so no
@@ -74,7 +86,10 @@ int cli_load_model(const char *cmd, const cli_model_flags *f, gm_model **out, in
         return -1;
     }
     gm_model *m;
-    if (gm_model_load(f->model, &f->load, &m) != GM_OK) {
+    gm_load_options opt = f->load;
+    opt.warn = cli_warn;
+    opt.warn_user = (void *)cmd;
+    if (gm_model_load(f->model, &opt, &m) != GM_OK) {
         *exit_code = cli_error(cmd, "%s", gm_last_error());
         abort_mpi_job();
         return -1;

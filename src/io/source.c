@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* st_mtim */
 #include "io/source_internal.h"
 
 #include <errno.h>
@@ -91,6 +92,20 @@ uint64_t gm_source_fingerprint(const gm_source *s) {
         if (gm_file_read(f, t->offset, buf, len) == GM_OK) MIX(buf, len);
     }
 #undef MIX
+    return h;
+}
+
+uint64_t gm_source_stamp(const gm_source *s) {
+    uint64_t h = gm_source_fingerprint(s);
+    int n = s->is_gguf ? 1 : s->n_files;
+    for (int i = 0; i < n; i++) {
+        const gm_file *f = s->is_gguf ? &s->gguf.file : &s->files[i];
+        struct stat st;
+        if (fstat(f->fd, &st) != 0) continue;
+        uint64_t v[5] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
+                         (uint64_t)st.st_mtim.tv_nsec};
+        for (size_t k = 0; k < sizeof v; k++) h = (h ^ ((const uint8_t *)v)[k]) * 1099511628211ull;
+    }
     return h;
 }
 

@@ -25,6 +25,9 @@ gm_status gm_source_read_rows(const gm_source *src, const gm_tensor_info *t, uin
 const gm_gguf *gm_source_gguf(const gm_source *src);
 /* Identity for cross-rank checks: file size(s) plus a hash of the header and sampled data. */
 uint64_t gm_source_fingerprint(const gm_source *src);
+/* The fingerprint mixed with each file's device, inode, size and modification time: it changes when
+ * a file is replaced or rewritten (keys caches derived from the files). */
+uint64_t gm_source_stamp(const gm_source *src);
 /* Drop metadata arrays no longer needed once the tokenizer is built (saves ~10 MB on Gemma 3). */
 void gm_source_release_tokenizer_arrays(gm_source *src);
 

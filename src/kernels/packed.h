@@ -50,6 +50,9 @@
 #include "io/dtype.h"
 
 enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
+/* Bumped whenever the packed layout of any kind changes: weight caches (model/weight_cache.h) written
+ * by another layout are ignored. */
+enum { GM_PACK_LAYOUT_VERSION = 1 };
 
 typedef enum gm_pack_kind {
     GM_PK_NONE = 0,

@@ -8,6 +8,7 @@
 #include "model/model_internal.h"
 #include "model/config.h"
 #include "shard/plan_report.h"
+#include "text/tokenizer_gguf.h"
 
 void gm_load_options_default(gm_load_options *o) {
     memset(o, 0, sizeof *o);
@@ -57,7 +58,7 @@ static void load_worker(void *ctx, int i, int n) {
     gm_pool *loader = NULL;
     gm_status st = gm_pool_create(loaders, &loader);
     if (st == GM_OK) {
-        st = gm_weights_load(m->src, m->sharding, total, global, loader, &w);
+        st = gm_weights_load(m->src, m->sharding, total, global, loader, m->opt.weight_cache, &w);
         if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
             snprintf(j->err[i], sizeof j->err[i],
                      "out of memory: %s; device %d needs %llu bytes (%.1f MiB) of weights in all", gm_last_error(), global,
@@ -76,6 +77,24 @@ static void load_worker(void *ctx, int i, int n) {
     }
     if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
+}
+
+/* Sum up what the weight cache did on this process's devices; say why a file could not be written. */
+static void note_weight_cache(gm_model *m) {
+    m->weight_cache = "off";
+    if (!m->opt.weight_cache) return;
+    int hits = 0, misses = 0;
+    bool unwritten = false;
+    for (int i = 0; i < m->n_local; i++) {
+        const gm_device_weights *w = &m->dev[i].w;
+        hits += w->cache_hits;
+        misses += w->cache_misses;
+        if (w->cache_note[0]) {
+            unwritten = true;
+            if (m->opt.warn) m->opt.warn(m->opt.warn_user, w->cache_note);
+        }
+    }
+    m->weight_cache = unwritten ? "unwritten" : misses == 0 && hits > 0 ? "mapped" : misses > 0 ? "written" : "off";
 }
 
 /* The tokenizer must fit the embedding (it may be smaller: multimodal checkpoints have 262208 rows for
@@ -119,18 +138,20 @@ static gm_status check_ranks_agree(gm_model *m) {
 
 typedef struct tok_job {
     const char *path;
+    const gm_gguf *gguf; /* the source's, when it is a GGUF file */
     gm_tokenizer *tok;
 } tok_job;
 
 static void *tokenizer_thread(void *arg) {
     tok_job *t = arg;
-    if (gm_tokenizer_load(t->path, &t->tok) != GM_OK) t->tok = NULL;
+    gm_status st = t->gguf ? gm_tokenizer_from_gguf(t->gguf, &t->tok) : gm_tokenizer_load(t->path, &t->tok);
+    if (st != GM_OK) t->tok = NULL;
     return NULL;
 }
 
 gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_model **out) {
     *out = NULL;
-    tok_job tok = {NULL, NULL};
+    tok_job tok = {NULL, NULL, NULL};
     pthread_t tok_thread;
     bool tok_started = false;
     gm_load_options opt;
@@ -161,11 +182,12 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
          * thread while the weights load (it reads the file on its own). */
         if (m->rank == 0) {
             tok.path = path;
+            tok.gguf = gm_source_gguf(m->src);
             tok_started = pthread_create(&tok_thread, NULL, tokenizer_thread, &tok) == 0;
             if (!tok_started) tokenizer_thread(&tok);
         }
         st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
-        gm_source_release_tokenizer_arrays(m->src);
+        if (!tok_started) gm_source_release_tokenizer_arrays(m->src);
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
@@ -186,8 +208,12 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
             free(j);
         }
     }
-    if (tok_started) pthread_join(tok_thread, NULL);
+    if (tok_started) {
+        pthread_join(tok_thread, NULL);
+        gm_source_release_tokenizer_arrays(m->src); /* the tokenizer has its own copy now */
+    }
     m->tok = tok.tok;
+    if (st == GM_OK) note_weight_cache(m);
     if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0 only; a failure there aborts the job (CLI) */
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
     if (st != GM_OK) {
@@ -218,6 +244,7 @@ void gm_model_free(gm_model *m) {
 
 const gm_config *gm_model_config(const gm_model *m) { return &m->cfg; }
 const gm_tokenizer *gm_model_tokenizer(const gm_model *m) { return m->tok; }
+const char *gm_model_weight_cache(const gm_model *m) { return m->weight_cache ? m->weight_cache : "off"; }
 int gm_model_devices(const gm_model *m) { return m->n_local * m->n_ranks; }
 int gm_model_rank(const gm_model *m) { return m->rank; }
 int gm_model_ranks(const gm_model *m) { return m->n_ranks; }

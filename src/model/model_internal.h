@@ -28,6 +28,7 @@ struct gm_model {
     float *scratch_logits;    /* [n_local][V] logits targets of devices other than 0 */
     gm_session *sessions[GM_MAX_SESSIONS];
     bool serving;             /* rank > 0 inside gm_model_serve */
+    const char *weight_cache; /* gm_model_weight_cache() */
 };
 
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */

@@ -8,6 +8,7 @@
 
 #include "base/threads.h"
 #include "kernels/matvec.h"
+#include "model/weight_cache.h"
 
 /* Weights live in anonymous memory (faster to stream than mmap'd page cache on these VMs), in
  * transparent huge pages unless GM_HUGEPAGES=0: the hardware prefetcher runs across a 2 MiB page but
@@ -141,30 +142,51 @@ static void pack_worker(void *ctx, int i, int n) {
     }
 }
 
-static gm_status load_packed(const gm_source *src, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
-                             int dev, gm_pool *pool, gm_stage *stages, uint64_t *bytes) {
+/* What every matrix of one device's load shares. */
+typedef struct load_ctx {
+    const gm_source *src;
+    gm_sharding rule;
+    int n_dev, dev;
+    gm_pool *pool;          /* the loader threads (may be NULL) */
+    gm_stage *stages;       /* [pool size] */
+    gm_weight_cache *cache; /* NULL without --weight-cache */
+} load_ctx;
+
+static gm_status load_packed(const load_ctx *lc, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
+                             uint64_t *bytes) {
     size_t pbytes = gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols);
     gm_pack_describe(t->type, (size_t)m->rows, (size_t)m->cols, &m->packed);
+    *bytes += pbytes;
+    if (lc->cache) {
+        const void *p = gm_wcache_take(lc->cache, t->name, t->type, m->rows, m->cols, pbytes);
+        if (p) {
+            m->packed.data = (uint8_t *)p; /* read-only mapping: the kernels only read */
+            m->mapped = true;
+            return GM_OK;
+        }
+    }
     m->packed.data = alloc_weights(pbytes);
     if (!m->packed.data)
-        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(src), pbytes,
-                       t->name, dev);
-    *bytes += pbytes;
+        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(lc->src),
+                       pbytes, t->name, lc->dev);
     pack_job *j = calloc(1, sizeof *j);
     if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    j->src = src, j->t = t, j->m = m, j->di = di, j->stages = stages;
+    j->src = lc->src, j->t = t, j->m = m, j->di = di, j->stages = lc->stages;
     /* small matrices are not worth waking the other threads for */
-    if (pool && pbytes >= (1u << 20)) gm_pool_run(pool, pack_worker, j);
+    if (lc->pool && pbytes >= (1u << 20)) gm_pool_run(lc->pool, pack_worker, j);
     else pack_worker(j, 0, 1);
     gm_status st = GM_OK;
-    for (int i = 0; i < gm_pool_size(pool) && i < 256 && st == GM_OK; i++)
+    for (int i = 0; i < gm_pool_size(lc->pool) && i < 256 && st == GM_OK; i++)
         if (j->st[i] != GM_OK) st = gm_fail(j->st[i], "%s", j->err[i]);
     free(j);
+    if (st == GM_OK && lc->cache) st = gm_wcache_add(lc->cache, m->packed.data);
     return st;
 }
 
-static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
-                             gm_stage *stages, const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m, uint64_t *bytes) {
+static gm_status load_matrix(const load_ctx *lc, const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m,
+                             uint64_t *bytes) {
+    const gm_source *src = lc->src;
+    int n_dev = lc->n_dev, dev = lc->dev;
     const gm_tensor_info *t = need(src, name);
     if (!t) return GM_ERR_FORMAT;
     GM_TRY(expect_shape(src, t, ne0, ne1));
@@ -173,7 +195,7 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
     m->type = t->type;
     m->full_rows = ne1;
     m->full_cols = ne0;
-    GM_TRY(gm_plan_tensor(gm_source_config(src), t, rule, n_dev, &m->plan));
+    GM_TRY(gm_plan_tensor(gm_source_config(src), t, lc->rule, n_dev, &m->plan));
     m->off = calloc((size_t)n_dev + 1, sizeof *m->off);
     if (!m->off) return gm_fail(GM_ERR_NOMEM, "out of memory");
     /* output ranges per device: the plan's rows when split by rows, else an even split of the rows
@@ -204,7 +226,7 @@ static gm_status load_matrix(const gm_source *src, gm_sharding rule, int n_dev, 
         m->row_bytes = (size_t)t->row_bytes;
     }
     if (!exact_mode() && gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols) > 0)
-        return load_packed(src, t, m, di, dev, pool, stages, bytes);
+        return load_packed(lc, t, m, di, bytes);
     size_t total = (size_t)(m->rows * m->row_bytes);
     m->data = alloc_weights(total);
     if (!m->data)
@@ -232,21 +254,20 @@ void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out) {
 
 static void free_matrix(gm_matrix *m) {
     free(m->data);
-    free(m->packed.data);
+    if (!m->mapped) free(m->packed.data);
     free(m->off);
     memset(m, 0, sizeof *m);
 }
 
-static gm_status load_all(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
-                         gm_stage *stages, gm_device_weights *w) {
+static gm_status load_all(const load_ctx *lc, gm_device_weights *w) {
+    const gm_source *src = lc->src;
     const gm_config *c = gm_source_config(src);
-    memset(w, 0, sizeof *w);
     uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, H = (uint64_t)c->head_dim;
     uint64_t NH = (uint64_t)c->n_heads * H, KH = (uint64_t)c->n_kv_heads * H;
     bool add1 = c->norms_add_one;
     w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
     if (!w->layers) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, stages, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
+    GM_TRY(load_matrix(lc, "token_embd.weight", D, (uint64_t)c->vocab_size, &w->embed, &w->bytes));
     GM_TRY(load_vector(src, "output_norm.weight", D, add1, &w->final_norm, &w->bytes));
     char name[128];
     for (int l = 0; l < c->n_layers; l++) {
@@ -256,7 +277,7 @@ static gm_status load_all(const gm_source *src, gm_sharding rule, int n_dev, int
     GM_TRY(load_vector(src, name, n, add1, &L->field, &w->bytes))
 #define MAT(field, suffix, ne0, ne1)                                                                                   \
     snprintf(name, sizeof name, "blk.%d." suffix ".weight", l);                                                        \
-    GM_TRY(load_matrix(src, rule, n_dev, dev, pool, stages, name, ne0, ne1, &L->field, &w->bytes))
+    GM_TRY(load_matrix(lc, name, ne0, ne1, &L->field, &w->bytes))
         VEC(attn_norm, "attn_norm", D);
         VEC(post_attn_norm, "post_attention_norm", D);
         VEC(ffn_norm, "ffn_norm", D);
@@ -277,16 +298,25 @@ static gm_status load_all(const gm_source *src, gm_sharding rule, int n_dev, int
 }
 
 gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
-                          gm_device_weights *w) {
+                          const char *cache_dir, gm_device_weights *w) {
+    memset(w, 0, sizeof *w);
     int n = gm_pool_size(pool);
-    gm_stage *stages = calloc((size_t)n, sizeof *stages);
-    if (!stages) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    gm_status st = load_all(src, rule, n_dev, dev, pool, stages, w);
+    load_ctx lc = {src, rule, n_dev, dev, pool, calloc((size_t)n, sizeof(gm_stage)), NULL};
+    if (!lc.stages) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    gm_status st = cache_dir && !exact_mode() ? gm_wcache_open(cache_dir, src, rule, n_dev, dev, &lc.cache) : GM_OK;
+    if (st == GM_OK) st = load_all(&lc, w);
     for (int i = 0; i < n; i++) {
-        free(stages[i].buf);
-        free(stages[i].row);
+        free(lc.stages[i].buf);
+        free(lc.stages[i].row);
     }
-    free(stages);
+    free(lc.stages);
+    if (lc.cache) {
+        if (st == GM_OK) gm_wcache_finish(lc.cache, w->cache_note, sizeof w->cache_note);
+        w->cache_hits = gm_wcache_hits(lc.cache);
+        w->cache_misses = gm_wcache_misses(lc.cache);
+        gm_wcache_release_map(lc.cache, &w->cache_map, &w->cache_map_bytes); /* matrices point into it */
+        gm_wcache_free(lc.cache);
+    }
     return st;
 }
 
@@ -306,5 +336,6 @@ void gm_weights_free(gm_device_weights *w, int n_layers) {
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) free_matrix(ms[i]);
     }
     free(w->layers);
+    gm_wcache_unmap(w->cache_map, w->cache_map_bytes);
     memset(w, 0, sizeof *w);
 }

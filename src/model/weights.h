@@ -21,6 +21,7 @@ typedef struct gm_matrix {
     void *data;            /* [rows][row_bytes] as stored in the file, or NULL when packed */
     gm_packed packed;      /* quantized types: the local slice as 16-row panels (packed.data != NULL) */
     uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
+    bool mapped;           /* packed.data points into the weight cache's mapping (not to be freed) */
 } gm_matrix;
 
 typedef struct gm_layer_weights {
@@ -42,14 +43,20 @@ typedef struct gm_device_weights {
     float *final_norm;     /* [D] */
     gm_layer_weights *layers;
     uint64_t bytes;        /* bytes this device holds */
+    void *cache_map;       /* the weight cache file, mapped (matrices with `mapped` point into it) */
+    size_t cache_map_bytes;
+    int cache_hits, cache_misses; /* matrices mapped from the weight cache / packed anew */
+    char cache_note[320];  /* why the weight cache could not be written ("" when it could) */
 } gm_device_weights;
 
 /* Load device `device` of `n_devices`: only its slices are read from the source. Quantized matrices
  * are packed for the int16-activation kernels unless the environment sets GM_EXACT=1 (then every
  * product runs the f32 kernels of matvec.h on the file's layout). `pool` (the device's threads, may
- * be NULL) shares the reading and packing. */
+ * be NULL) shares the reading and packing. With `cache_dir` (may be NULL) the packed matrices come
+ * from the device's weight cache file there when it is valid, and the file is (re)written when not
+ * (model/weight_cache.h); a failure to write it is not an error: w->cache_note says why. */
 gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_devices, int device, gm_pool *pool,
-                          gm_device_weights *w);
+                          const char *cache_dir, gm_device_weights *w);
 void gm_weights_free(gm_device_weights *w, int n_layers);
 /* Row r of a local slice as f32 (packed or not). */
 void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out);

@@ -34,11 +34,11 @@ static inline uint32_t gm_piece_hash(const uint8_t *s, size_t n) {
     return (uint32_t)(h >> 32);
 }
 
-/* Size the map for n ids (nothing inserted yet); then insert ids: a repeated text keeps the first
- * id inserted. At most n insertions. */
+/* Size the map for n ids (nothing inserted yet); then insert ids (in the order given): a repeated
+ * text keeps the first id inserted. At most n insertions. */
 gm_status gm_piece_map_init(gm_piece_map *m, const char *blob, const uint32_t *off, const uint32_t *len,
                             int32_t n);
-void gm_piece_map_insert(gm_piece_map *m, int32_t id);
+void gm_piece_map_insert_ids(gm_piece_map *m, const int32_t *ids, size_t n);
 void gm_piece_map_free(gm_piece_map *m);
 
 static inline int32_t gm_piece_map_find(const gm_piece_map *m, const void *text, size_t n) {

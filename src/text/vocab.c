@@ -66,7 +66,9 @@ static int hexval(char c) {
 }
 
 static size_t count_chars(const uint8_t *s, size_t n) {
-    size_t c = 0;
+    size_t c = 0, a = 0;
+    while (a < n && s[a] < 0x80) a++;
+    if (a == n) return n; /* ASCII: one character per byte */
     for (size_t i = 0; i < n;) {
         size_t l = gm_utf8_valid_len(s + i, n - i);
         i += l ? l : 1;
@@ -104,9 +106,14 @@ gm_status gm_tok_finish(gm_tokenizer *t, const char *what) {
                        GM_TOK_MAX_MERGED_BYTES);
     /* piece map: model pieces first, so BPE lookups find the model's id for a text */
     GM_TRY(gm_piece_map_init(&t->map, t->blob, t->off, t->len, t->n));
+    int32_t *order = malloc((size_t)t->n * sizeof *order);
+    if (!order) return gm_fail(GM_ERR_NOMEM, "%s: out of memory", what);
+    size_t k = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int32_t id = 0; id < t->n; id++)
-            if (((t->flags[id] & GM_PF_IN_MODEL) != 0) == (pass == 0)) gm_piece_map_insert(&t->map, id);
+            if (((t->flags[id] & GM_PF_IN_MODEL) != 0) == (pass == 0)) order[k++] = id;
+    gm_piece_map_insert_ids(&t->map, order, k);
+    free(order);
     for (int c = 0; c < 128; c++) {
         char ch = (char)c;
         int32_t id = gm_piece_map_find(&t->map, &ch, 1);
@@ -137,13 +144,19 @@ gm_status gm_tok_finish(gm_tokenizer *t, const char *what) {
             t->dec_blob[d++] = (char)t->dec_byte[id];
         } else {
             const char *p = gm_tok_text(t, id);
-            for (uint32_t i = 0; i < t->len[id];) {
-                if (i + 3 <= t->len[id] && (uint8_t)p[i] == 0xE2 && (uint8_t)p[i + 1] == 0x96 &&
-                    (uint8_t)p[i + 2] == 0x81) {
-                    t->dec_blob[d++] = ' ';
-                    i += 3;
-                } else {
-                    t->dec_blob[d++] = p[i++];
+            uint32_t len = t->len[id];
+            char *out = t->dec_blob;
+            if (!memchr(p, 0xE2, len)) { /* most pieces: copied as they are */
+                memcpy(out + d, p, len);
+                d += len;
+            } else {
+                for (uint32_t i = 0; i < len;) {
+                    if (i + 3 <= len && (uint8_t)p[i] == 0xE2 && (uint8_t)p[i + 1] == 0x96 && (uint8_t)p[i + 2] == 0x81) {
+                        out[d++] = ' ';
+                        i += 3;
+                    } else {
+                        out[d++] = p[i++];
+                    }
                 }
             }
         }

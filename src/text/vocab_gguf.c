@@ -8,6 +8,7 @@
 
 #include "io/gguf.h"
 #include "text/tokenizer_internal.h"
+#include "text/tokenizer_gguf.h"
 
 static gm_status array_of(const gm_gguf *g, const char *key, uint32_t want, uint64_t n, const gguf_kv **out) {
     const gguf_kv *kv = gm_gguf_find(g, key);
@@ -52,8 +53,10 @@ static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
     GM_TRY(array_of(g, "tokenizer.ggml.token_type", GGUF_I32, n, &types));
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < n; i++) {
-        bytes += toks->arr_str_lens[i];
-        for (uint32_t k = 0; k < toks->arr_str_lens[i]; k++) bytes += toks->arr_strs[i][k] == ' ' ? 2 : 0;
+        const char *s = toks->arr_strs[i];
+        uint32_t len = toks->arr_str_lens[i];
+        bytes += len;
+        for (const char *sp = len ? memchr(s, ' ', len) : NULL; sp; sp = memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s))) bytes += 2;
     }
     GM_TRY(gm_tok_alloc(t, (int32_t)n, bytes, path));
     char *buf = NULL;
@@ -61,26 +64,31 @@ static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
     for (int32_t i = 0; i < (int32_t)n; i++) {
         const char *s = toks->arr_strs[i];
         uint32_t len = toks->arr_str_lens[i];
-        if ((size_t)len * 3 > buf_cap) {
-            buf_cap = (size_t)len * 3 + 64;
-            char *nb = realloc(buf, buf_cap);
-            if (!nb) {
-                free(buf);
-                return gm_fail(GM_ERR_NOMEM, "%s: out of memory", path);
+        const char *text = s;
+        size_t m = len;
+        if (len && memchr(s, ' ', len)) { /* spaces become U+2581 */
+            if ((size_t)len * 3 > buf_cap) {
+                buf_cap = (size_t)len * 3 + 64;
+                char *nb = realloc(buf, buf_cap);
+                if (!nb) {
+                    free(buf);
+                    return gm_fail(GM_ERR_NOMEM, "%s: out of memory", path);
+                }
+                buf = nb;
             }
-            buf = nb;
-        }
-        size_t m = 0;
-        for (uint32_t k = 0; k < len; k++) {
-            if (s[k] == ' ') {
-                buf[m++] = (char)0xE2;
-                buf[m++] = (char)0x96;
-                buf[m++] = (char)0x81;
-            } else {
-                buf[m++] = s[k];
+            m = 0;
+            for (uint32_t k = 0; k < len; k++) {
+                if (s[k] == ' ') {
+                    buf[m++] = (char)0xE2;
+                    buf[m++] = (char)0x96;
+                    buf[m++] = (char)0x81;
+                } else {
+                    buf[m++] = s[k];
+                }
             }
+            text = buf;
         }
-        gm_status st = gm_tok_set_piece(t, i, buf, m, path);
+        gm_status st = gm_tok_set_piece(t, i, text, m, path);
         if (st != GM_OK) {
             free(buf);
             return st;
@@ -115,4 +123,18 @@ gm_status gm_vocab_load_gguf(gm_tokenizer *t, const char *path) {
     gm_status st = load(t, &g);
     gm_gguf_close(&g);
     return st;
+}
+
+gm_status gm_tokenizer_from_gguf(const gm_gguf *g, gm_tokenizer **out) {
+    *out = NULL;
+    gm_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return gm_fail(GM_ERR_NOMEM, "%s: out of memory for the tokenizer", g->file.path);
+    gm_status st = load(t, g);
+    if (st != GM_OK) {
+        gm_tok_release(t);
+        free(t);
+        return st;
+    }
+    *out = t;
+    return GM_OK;
 }

@@ -3,16 +3,20 @@
 # of the largest, identical top-10 ids and 64-token greedy continuations) on every kernel path this CPU
 # has besides the default one: AVX-512 without AMX (GM_NO_AMX=1: prefill on the int8 input terms),
 # the same with the int16 terms (GM_INT16_MATMUL=1), AVX2 (GM_KERNELS=avx2) and the f32 kernels on the
-# file's layout (GM_EXACT=1). Speed never buys wrong logits on any path.
+# file's layout (GM_EXACT=1); and the default path with the packed weights mapped from a weight cache
+# (written by the first of those runs, mapped by a last one). Speed never buys wrong logits on any path.
 set -u
 [ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
 REF="$GM_BUILD/test_reference_270m"
 [ -x "$REF" ] || { echo "missing $REF"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
-for env in "GM_NO_AMX=1" "GM_NO_AMX=1 GM_INT16_MATMUL=1" "GM_KERNELS=avx2" "GM_EXACT=1"; do
+WC="GM_TEST_WEIGHT_CACHE=$T/wc"
+for env in "GM_NO_AMX=1 $WC" "GM_NO_AMX=1 GM_INT16_MATMUL=1" "GM_KERNELS=avx2" "GM_EXACT=1" "$WC"; do
   if env $env "$REF" > "$T/log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL with $env:"; fi
-  grep -E "passed|FAIL|long " "$T/log" | sed "s/^/  $env: /"
+  grep -E "passed|FAIL|long |weight cache" "$T/log" | sed "s/^/  $env: /"
 done
+# the last run must have mapped every packed matrix from the cache the first one wrote
+grep -q "weight cache mapped" "$T/log" || { fail=$((fail+1)); echo "FAIL: the last run did not map the weight cache"; }
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -18,8 +18,10 @@ static gm_model *load(const char *path, int devices) {
     o.devices = devices;
     o.cache_length = 1024;
     o.use_mpi = false;
+    o.weight_cache = getenv("GM_TEST_WEIGHT_CACHE"); /* reference_kernel_paths.sh: the weights mapped from a cache */
     gm_model *m = NULL;
     if (gm_model_load(path, &o, &m) != GM_OK) fprintf(stderr, "load: %s\n", gm_last_error());
+    else printf("weight cache %s\n", gm_model_weight_cache(m));
     return m;
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# --weight-cache on the real 270M: the first load writes one file per device, later loads map it, and
+# the logits are the same bytes as without a cache (1 and 2 devices). A cache file cut short, with a
+# damaged table or from another model file is never used: the load packs from the model and writes
+# it again. A cache that cannot be written is a warning, not a failed command. (The transformers
+# reference test runs on a mapped cache in reference_kernel_paths.sh.)
+set -u
+[ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
+G="$GM_BUILD/gemma"
+M="$GM_TEST_MODEL"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass+1)); echo "ok    $1"; }
+bad() { fail=$((fail+1)); echo "FAIL  $1"; [ -f "$T/err" ] && sed 's/^/      /' "$T/err"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+PROMPT="The capital of France is"
+# two loads with the extra flags: `bench --json` (its weight_cache state goes to $T/state), then the
+# logits of PROMPT into $1
+run() {
+  local out=$1; shift
+  "$G" bench -m "$M" --cache-length 64 --prompt-tokens 4 --gen-tokens 0 --json "$@" 2> "$T/err" \
+    | grep -o '"weight_cache":"[a-z]*"' | cut -d'"' -f4 > "$T/state"
+  "$G" logits -m "$M" --cache-length 64 --dump-logits "$out" "$@" "$PROMPT" > /dev/null 2>> "$T/err"
+}
+state() { cat "$T/state"; }
+
+run "$T/ref1" || bad "load without a cache"
+run "$T/ref2" --devices 2 || bad "load on 2 devices without a cache"
+
+C="$T/cache"
+run "$T/a" --weight-cache "$C"
+check "first load writes the cache (state $(state))" '[ "$(state)" = written ] && [ "$(ls "$C" | wc -l)" = 1 ]'
+check "logits from the mapped cache equal those without" 'cmp -s "$T/ref1" "$T/a"'
+run "$T/b" --weight-cache "$C"
+check "later loads map it (state $(state)), same logits" '[ "$(state)" = mapped ] && cmp -s "$T/ref1" "$T/b"'
+F=$(ls "$C"/*-d0of1.gmpack 2>/dev/null | head -1)
+check "one file named after the model and device" '[ -n "$F" ] && [ -s "$F" ]'
+
+run "$T/c" --weight-cache "$C" --devices 2
+check "2 devices: written (state $(state)), a file per device" '[ "$(state)" = written ] && [ -f "$(ls "$C"/*-d0of2.gmpack | head -1)" ] && [ -f "$(ls "$C"/*-d1of2.gmpack | head -1)" ]'
+run "$T/d" --weight-cache "$C" --devices 2
+check "2 devices: mapped (state $(state)), same logits as without a cache" '[ "$(state)" = mapped ] && cmp -s "$T/ref2" "$T/d"'
+
+size=$(stat -c %s "$F")
+truncate -s $((size / 2)) "$F"
+run "$T/e" --weight-cache "$C"
+check "a cache cut short is not used: packed again (state $(state))" '[ "$(state)" = written ]'
+check "  and written again whole, then mapped with the same logits" '[ "$(stat -c %s "$F")" = "$size" ] && cmp -s "$T/ref1" "$T/e"'
+
+printf '\xff' | dd of="$F" bs=1 seek=100 conv=notrunc status=none # inside the table
+run "$T/f" --weight-cache "$C"
+check "a damaged table is not used: packed again (state $(state)), same logits" '[ "$(state)" = written ] && cmp -s "$T/ref1" "$T/f"'
+
+cp "$M" "$T/copy.gguf"
+M2="$T/copy.gguf"
+"$G" logits -m "$M2" --cache-length 64 --weight-cache "$C" --dump-logits "$T/g" "$PROMPT" > /dev/null 2> "$T/err"
+touch -d '2001-01-01' "$M2" # same bytes, another modification time: another key
+"$G" bench -m "$M2" --cache-length 64 --prompt-tokens 4 --gen-tokens 0 --json --weight-cache "$C" 2> "$T/err" \
+  | grep -o '"weight_cache":"[a-z]*"' | cut -d'"' -f4 > "$T/state"
+check "a rewritten model file does not use the old cache (state $(state))" '[ "$(state)" = written ] && [ "$(ls "$C"/copy.gguf-*-d0of1.gmpack | wc -l)" = 2 ]'
+check "  logits of the copy equal the original's" 'cmp -s "$T/ref1" "$T/g"'
+
+touch "$T/afile"
+"$G" logits -m "$M" --cache-length 64 --weight-cache "$T/afile" --dump-logits "$T/h" "$PROMPT" > /dev/null 2> "$T/err"
+rc=$?
+check "an unwritable cache directory: exit 0, a warning naming it" '[ $rc = 0 ] && grep -q "warning: weight cache: cannot .*afile" "$T/err" && cmp -s "$T/ref1" "$T/h"'
+
+"$G" logits -m "$M" --weight-cache > /dev/null 2> "$T/err"
+rc=$?
+check "--weight-cache without a directory is a usage error (exit $rc)" '[ $rc = 2 ] && grep -q "weight-cache" "$T/err"'
+"$G" logits -m "$M" --weight-cache= "$PROMPT" > /dev/null 2> "$T/err"
+rc=$?
+check "--weight-cache= (empty) is a usage error (exit $rc)" '[ $rc = 2 ]'
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
