@@ -14,8 +14,10 @@ gemma.c / llama.cpp (best load mode, per metric).
 
 Also: the read-bandwidth ceiling (build/bench_membw, 1 and 2 threads) and decode efficiency =
 bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token prompt including
-model load, warm page cache (gemma.c: load_ms + ttft_ms of `gemma bench --prompt-tokens 16
---gen-tokens 0`, and the whole process's wall time; llama.cpp: Llama() + eval + argmax).
+model load, warm page cache (gemma.c: first_token_ms of `gemma bench --prompt-tokens 16 --gen-tokens 0`,
+i.e. load + session + prefill + arg-max, and the whole process's wall time; with --weight-cache DIR also
+with the packed weights mapped from DIR, written by one run before; llama.cpp: Llama() + eval + argmax).
+--ttft-only measures only the time to first token.
 
 The peer: llama-cpp-python from PyPI, built from source (--build-peer DIR builds it into a venv:
 CPU-only, AVX-512/VNNI/BF16/AVX-VNNI on, AMX off because its AMX path crashes on this machine, see
@@ -113,6 +115,37 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def throughput_table(rows, mmaps, bw, threads):
+    lines = []
+    lines.append("| model | threads | decode tok/s gemma.c | decode llama.cpp (read / mmap) | decode ratio | "
+                 "prefill tok/s gemma.c | prefill llama.cpp (read / mmap) | prefill ratio | bytes/token | "
+                 "decode GB/s | % of read BW |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        pm = " / ".join(f"{r.get(f'peer{m}_tg', float('nan')):.1f}" for m in mmaps)
+        pp = " / ".join(f"{r.get(f'peer{m}_pp', float('nan')):.0f}" for m in mmaps)
+        gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
+        eff = 100 * gbs / bw[r["threads"]]["median"]
+        lines.append(
+            f"| {r['model']} | {r['threads']} | {r['ours_tg']:.1f} | {pm} | {r['ours_tg'] / r['peer_tg']:.2f}x | "
+            f"{r['ours_pp']:.0f} | {pp} | {r['ours_pp'] / r['peer_pp']:.2f}x | {r['ours_bytes'] / 1e6:.0f} MB | "
+            f"{gbs:.1f} | {eff:.0f} % |")
+    lines.append("")
+    lines.append("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
+        f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
+        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ".")
+    lines.append("")
+    lines.append("Per-repetition values (tok/s), prefill | decode:")
+    lines.append("")
+    for r in rows:
+        s = f"- {r['model']} t={r['threads']}: gemma.c {r['ours_pp_all']} | {r['ours_tg_all']}"
+        for m in mmaps:
+            s += f"; llama.cpp mmap={m} {r[f'peer{m}_pp_all']} | {r[f'peer{m}_tg_all']}"
+        lines.append(s)
+    lines.append("")
+    return lines
+
+
 def build_peer(dest):
     venv = os.path.join(dest, "venv")
     py = os.path.join(venv, "bin", "python")
@@ -144,6 +177,8 @@ def main():
     ap.add_argument("--retries", type=int, default=3)
     ap.add_argument("--peer-mmap", default="0,1", help="llama.cpp load modes to run (0 = read, 1 = mmap)")
     ap.add_argument("--out", default=None, help="also write the markdown report here")
+    ap.add_argument("--weight-cache", default=None, metavar="DIR", help="also time the first token with --weight-cache DIR")
+    ap.add_argument("--ttft-only", action="store_true", help="only the time to first token")
     a = ap.parse_args()
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
@@ -154,7 +189,7 @@ def main():
 
     # bandwidth ceiling
     bw = {}
-    for t in threads:
+    for t in ([] if a.ttft_only else threads):
         vals = []
         for _ in range(3):
             wait_idle(a.idle_cores, a.idle_timeout)
@@ -168,7 +203,7 @@ def main():
         name = os.path.basename(model)
         for t in threads:
             ours, peer = [], {m: [] for m in mmaps}
-            for rep in range(a.reps):
+            for rep in range(0 if a.ttft_only else a.reps):
                 ours.append(R.measure([a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens",
                                        str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens), "--json"]))
                 for m in mmaps:
@@ -179,12 +214,22 @@ def main():
                           f" | peer mmap{m} pp {peer[m][-1]['prefill_tok_s']:.1f} tg {peer[m][-1]['decode_tok_s']:.2f}"
                           for m in mmaps), file=sys.stderr)
             # time to first token, 16-token prompt, load included (page cache warm from the runs above)
-            ttft_ours, ttft_wall, ttft_peer = [], [], []
+            ttft_ours, ttft_wall, ttft_peer, ttft_cache, ttft_cache_wall = [], [], [], [], []
+            first = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.ttft_tokens),
+                     "--gen-tokens", "0", "--json"]
+            cached = first + ["--weight-cache", a.weight_cache] if a.weight_cache else None
+            if cached:
+                subprocess.run(cached, stdout=subprocess.DEVNULL, check=True)  # writes the cache once
             for rep in range(a.reps):
-                r = R.measure([a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.ttft_tokens),
-                               "--gen-tokens", "0", "--json"])
-                ttft_ours.append(r["load_ms"] + r["ttft_ms"])
+                r = R.measure(first)
+                ttft_ours.append(r.get("first_token_ms", r["load_ms"] + r["ttft_ms"]))
                 ttft_wall.append(r["_wall_s"] * 1000)
+                if cached:
+                    r = R.measure(cached)
+                    if r.get("weight_cache") != "mapped":
+                        sys.exit(f"--weight-cache {a.weight_cache}: the cache was not mapped ({r.get('weight_cache')})")
+                    ttft_cache.append(r["first_token_ms"])
+                    ttft_cache_wall.append(r["_wall_s"] * 1000)
                 if peer_py:
                     best_mode = 1 if 1 in mmaps else mmaps[0]
                     p = R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t), "--mmap",
@@ -192,14 +237,22 @@ def main():
                     ttft_peer.append(p["ttft_ms"])
             row = {
                 "model": name, "threads": t,
+                "ours_ttft": med(ttft_ours), "ours_ttft_wall": med(ttft_wall), "peer_ttft": med(ttft_peer),
+                "ours_ttft_cache": med(ttft_cache), "ours_ttft_cache_wall": med(ttft_cache_wall),
+                "ttft_all": [round(v) for v in ttft_ours], "ttft_cache_all": [round(v) for v in ttft_cache],
+                "ttft_peer_all": [round(v) for v in ttft_peer],
+            }
+            rows.append(row)
+            if a.ttft_only:
+                continue
+            row.update({
                 "ours_pp": med([r["prefill_tok_s"] for r in ours]), "ours_tg": med([r["decode_tok_s"] for r in ours]),
                 "ours_bytes": med([r.get("bytes_read_per_token") for r in ours]),
                 "ours_rss": med([r["peak_rss_mb"] for r in ours]),
-                "ours_ttft": med(ttft_ours), "ours_ttft_wall": med(ttft_wall), "peer_ttft": med(ttft_peer),
                 "kernels": ours[0].get("kernels", ""),
                 "ours_pp_all": [round(r["prefill_tok_s"], 1) for r in ours],
                 "ours_tg_all": [round(r["decode_tok_s"], 2) for r in ours],
-            }
+            })
             for m in mmaps:
                 row[f"peer{m}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
                 row[f"peer{m}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
@@ -207,40 +260,30 @@ def main():
                 row[f"peer{m}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
             row["peer_pp"] = max((row[f"peer{m}_pp"] for m in mmaps), default=float("nan"))
             row["peer_tg"] = max((row[f"peer{m}_tg"] for m in mmaps), default=float("nan"))
-            rows.append(row)
 
     load_after = os.getloadavg()
     lines = []
     lines.append(f"Run {t_start} .. {time.strftime('%H:%M:%S')}; load average before {load_before[0]:.2f} / after "
                  f"{load_after[0]:.2f}; {R.retried} disturbed runs repeated, {R.disturbed_kept} kept disturbed "
-                 f"(idle threshold {a.idle_cores} cores); medians of {a.reps} repetitions; prompt {a.prompt_tokens}, "
-                 f"decode {a.gen_tokens} tokens.")
+                 f"(idle threshold {a.idle_cores} cores); medians of {a.reps} repetitions" +
+                 ("." if a.ttft_only else f"; prompt {a.prompt_tokens}, decode {a.gen_tokens} tokens."))
     lines.append("")
-    lines.append("| model | threads | decode tok/s gemma.c | decode llama.cpp (read / mmap) | decode ratio | "
-                 "prefill tok/s gemma.c | prefill llama.cpp (read / mmap) | prefill ratio | bytes/token | "
-                 "decode GB/s | % of read BW | TTFT 16 tok incl. load (ms): gemma.c (process) / llama.cpp |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if not a.ttft_only:
+        lines += throughput_table(rows, mmaps, bw, threads)
+    lines.append(f"Time to first token, {a.ttft_tokens}-token prompt, model load included, warm page cache (ms, "
+                 "medians; in parentheses the whole process's wall time):")
+    lines.append("")
+    lines.append("| model | threads | gemma.c | gemma.c --weight-cache (mapped) | llama.cpp (mmap) |")
+    lines.append("|---|---:|---:|---:|---:|")
     for r in rows:
-        pm = " / ".join(f"{r.get(f'peer{m}_tg', float('nan')):.1f}" for m in mmaps)
-        pp = " / ".join(f"{r.get(f'peer{m}_pp', float('nan')):.0f}" for m in mmaps)
-        gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
-        eff = 100 * gbs / bw[r["threads"]]["median"]
-        lines.append(
-            f"| {r['model']} | {r['threads']} | {r['ours_tg']:.1f} | {pm} | {r['ours_tg'] / r['peer_tg']:.2f}x | "
-            f"{r['ours_pp']:.0f} | {pp} | {r['ours_pp'] / r['peer_pp']:.2f}x | {r['ours_bytes'] / 1e6:.0f} MB | "
-            f"{gbs:.1f} | {eff:.0f} % | {r['ours_ttft']:.0f} ({r['ours_ttft_wall']:.0f}) / {r['peer_ttft']:.0f} |")
+        cache = (f"{r['ours_ttft_cache']:.0f} ({r['ours_ttft_cache_wall']:.0f})" if r["ttft_cache_all"] else "-")
+        lines.append(f"| {r['model']} | {r['threads']} | {r['ours_ttft']:.0f} ({r['ours_ttft_wall']:.0f}) | {cache} | "
+                     f"{r['peer_ttft']:.0f} |")
     lines.append("")
-    lines.append("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
-        f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
-        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ".")
-    lines.append("")
-    lines.append("Per-repetition values (tok/s), prefill | decode:")
+    lines.append("Per-repetition time to first token (ms), gemma.c | --weight-cache | llama.cpp:")
     lines.append("")
     for r in rows:
-        s = f"- {r['model']} t={r['threads']}: gemma.c {r['ours_pp_all']} | {r['ours_tg_all']}"
-        for m in mmaps:
-            s += f"; llama.cpp mmap={m} {r[f'peer{m}_pp_all']} | {r[f'peer{m}_tg_all']}"
-        lines.append(s)
+        lines.append(f"- {r['model']} t={r['threads']}: {r['ttft_all']} | {r['ttft_cache_all']} | {r['ttft_peer_all']}")
     report = "\n".join(lines)
     print(report)
     if a.out:

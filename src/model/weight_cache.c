@@ -48,6 +48,7 @@ struct gm_weight_cache {
     wc_record *rec;       /* [n_rec] every matrix of this load, in order */
     size_t n_rec, cap_rec;
     int hits, misses;
+    bool unrecorded;      /* out of memory for the record: nothing will be written */
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -100,6 +101,10 @@ static void try_map(gm_weight_cache *c) {
     uint8_t *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return;
+    /* page cache the kernel reads in for this mapping comes in 2 MiB folios, which it maps with huge
+     * page table entries (kernels whose filesystem has large folios, e.g. ext4 on 6.1x): decode then
+     * streams the weights as from anonymous huge pages */
+    madvise(map, (size_t)size, MADV_HUGEPAGE);
     const wc_entry *table = (const wc_entry *)(map + sizeof h);
     bool ok = fnv(1469598103934665603ull, table, (size_t)h.count * sizeof *table) == h.table_hash;
     for (uint32_t i = 0; ok && i < h.count; i++) {
@@ -144,6 +149,7 @@ const void *gm_wcache_take(gm_weight_cache *c, const char *name, gm_dtype type, 
         if (!r) { /* cannot record: never write this cache, and pack from the model file */
             c->misses++;
             c->next = c->count;
+            c->unrecorded = true;
             return NULL;
         }
         c->rec = r;
@@ -172,6 +178,7 @@ const void *gm_wcache_take(gm_weight_cache *c, const char *name, gm_dtype type, 
 }
 
 gm_status gm_wcache_add(gm_weight_cache *c, const void *data) {
+    if (c->unrecorded) return GM_OK;
     if (c->n_rec == 0 || c->rec[c->n_rec - 1].data) return gm_fail(GM_ERR_STATE, "weight cache: add without a missed take");
     c->rec[c->n_rec - 1].data = data;
     return GM_OK;
@@ -194,6 +201,7 @@ static uint64_t align_up(uint64_t v) { return (v + WC_ALIGN - 1) / WC_ALIGN * WC
 void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
     if (why_len) why[0] = 0;
     if (c->misses == 0 && c->map && c->n_rec == c->count) return; /* the file is this load, as it is */
+    if (c->n_rec == 0 || c->unrecorded) return;                  /* nothing packed, or not all recorded */
     for (size_t i = 0; i < c->n_rec; i++)
         if (!c->rec[i].data) return; /* the load failed or could not record: nothing sound to write */
     uint64_t table_end = sizeof(wc_header) + (uint64_t)c->n_rec * sizeof(wc_entry), off = align_up(table_end);
@@ -234,7 +242,11 @@ void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
     for (size_t i = 0; ok && i < c->n_rec; i++) ok = write_all(fd, c->rec[i].data, (size_t)table[i].bytes, table[i].offset);
     /* the header last: a file cut short by a full disk never carries a valid one */
     ok = ok && ftruncate(fd, (off_t)off) == 0 && write_all(fd, &h, sizeof h, 0);
+    /* on disk, then out of the page cache: written pages sit in small folios, and the next load's
+     * mapping reads the file back in 2 MiB ones (see try_map), once */
+    ok = ok && fdatasync(fd) == 0;
     int err = errno;
+    if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ok = close(fd) == 0 && ok;
     if (ok && rename(tmp, c->path) != 0) ok = false, err = errno;
     if (!ok) {
