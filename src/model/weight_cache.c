@@ -258,7 +258,6 @@ void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
 
 int gm_wcache_hits(const gm_weight_cache *c) { return c->hits; }
 int gm_wcache_misses(const gm_weight_cache *c) { return c->misses; }
-const char *gm_wcache_path(const gm_weight_cache *c) { return c->path; }
 
 void gm_wcache_release_map(gm_weight_cache *c, void **map, size_t *bytes) {
     *map = c->map;

@@ -29,12 +29,11 @@ const void *gm_wcache_take(gm_weight_cache *c, const char *name, gm_dtype type, 
 /* Record a matrix the caller packed itself (after a NULL from gm_wcache_take). */
 gm_status gm_wcache_add(gm_weight_cache *c, const void *data);
 /* After the last matrix: write the file when anything was packed anew (into a temporary name, then
- * rename). A failure to write leaves the load intact: the message is in *why (NULL when none). */
+ * rename). A failure to write leaves the load intact: why says what failed ("" when nothing did). */
 void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len);
-/* Whether every matrix came from the file. */
+/* Matrices mapped from the file / packed anew, so far. */
 int gm_wcache_hits(const gm_weight_cache *c);
 int gm_wcache_misses(const gm_weight_cache *c);
-const char *gm_wcache_path(const gm_weight_cache *c);
 /* Hand the mapping to the caller (the matrices point into it); unmap it with gm_wcache_unmap. */
 void gm_wcache_release_map(gm_weight_cache *c, void **map, size_t *bytes);
 void gm_wcache_unmap(void *map, size_t bytes);

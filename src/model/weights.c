@@ -10,11 +10,12 @@
 #include "kernels/matvec.h"
 #include "model/weight_cache.h"
 
-/* Weights live in anonymous memory (faster to stream than mmap'd page cache on these VMs), in
- * transparent huge pages unless GM_HUGEPAGES=0: the hardware prefetcher runs across a 2 MiB page but
- * stops at every 4 KiB one (270M decode, 1 thread: 77-81 tok/s with, 62-72 without). The price is
- * the first touch: right after the file filled the page cache a huge-page fault may go through
- * compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without; docs/BENCHMARKS.md, "Load"). */
+/* Weights live in anonymous memory (the model file's mapped page cache sits in 4 KiB pages: slower to
+ * stream), in transparent huge pages unless GM_HUGEPAGES=0: the hardware prefetcher runs across a
+ * 2 MiB page but stops at every 4 KiB one (270M decode, 1 thread: 77-81 tok/s with, 62-72 without).
+ * The price is the first touch: right after the file filled the page cache a huge-page fault may go
+ * through compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without; docs/BENCHMARKS.md, "Load").
+ * The weight cache (weight_cache.h) avoids that price: its own file, read back in 2 MiB folios. */
 static void *alloc_weights(size_t bytes) {
     size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
     void *p = NULL;

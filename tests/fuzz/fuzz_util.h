@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gemma.h"
+
 #ifndef GM_FIXTURES_DIR
 #define GM_FIXTURES_DIR "tests/fixtures"
 #endif
@@ -109,6 +111,19 @@ static inline const char *fz_fixture(const char *rel, char *buf, size_t n) {
     const char *fix = getenv("GM_FIXTURES");
     snprintf(buf, n, "%s/%s", fix && *fix ? fix : GM_FIXTURES_DIR, rel);
     return buf;
+}
+
+/* One forward step of the tokens {first, V - 1} on a fresh session of m: whatever the weights hold
+ * (NaN, garbage), it returns; the result is not checked. */
+static inline void fz_forward_step(gm_model *m, int32_t first) {
+    gm_session *s = NULL;
+    if (gm_session_new(m, &s) != GM_OK) return;
+    int32_t ids[2] = {first, gm_model_config(m)->vocab_size - 1};
+    float *logits = malloc((size_t)gm_model_config(m)->vocab_size * sizeof *logits);
+    if (!logits) abort();
+    (void)gm_session_forward(s, ids, 2, logits, NULL);
+    free(logits);
+    gm_session_free(s);
 }
 
 /* A failed property: report and crash so libFuzzer (or the replay run) records the input. */
