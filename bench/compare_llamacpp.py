@@ -17,7 +17,7 @@ bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token
 model load, warm page cache (gemma.c: first_token_ms of `gemma bench --prompt-tokens 16 --gen-tokens 0`,
 i.e. load + session + prefill + arg-max, and the whole process's wall time; with --weight-cache DIR also
 with the packed weights mapped from DIR, written by one run before; llama.cpp: Llama() + eval + argmax).
---ttft-only measures only the time to first token.
+--ttft-only measures only the time to first token; --fast also runs gemma.c with --precision fast.
 
 The peer: llama-cpp-python from PyPI, built from source (--build-peer DIR builds it into a venv:
 CPU-only, AVX-512/VNNI/BF16/AVX-VNNI on, AMX off because its AMX path crashes on this machine, see
@@ -146,6 +146,21 @@ def throughput_table(rows, mmaps, bw, threads):
     return lines
 
 
+def fast_table(rows):
+    lines = ["gemma.c with `--precision fast` (activations rounded as llama.cpp rounds them), same runs, against "
+             "llama.cpp's better load mode:", "",
+             "| model | threads | decode tok/s fast | decode ratio | prefill tok/s fast | prefill ratio |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['threads']} | {r['fast_tg']:.1f} | {r['fast_tg'] / r['peer_tg']:.2f}x | "
+                     f"{r['fast_pp']:.0f} | {r['fast_pp'] / r['peer_pp']:.2f}x |")
+    lines += ["", "Per-repetition values, fast (tok/s), prefill | decode:", ""]
+    for r in rows:
+        lines.append(f"- {r['model']} t={r['threads']}: {r['fast_pp_all']} | {r['fast_tg_all']}")
+    lines.append("")
+    return lines
+
+
 def build_peer(dest):
     venv = os.path.join(dest, "venv")
     py = os.path.join(venv, "bin", "python")
@@ -179,6 +194,8 @@ def main():
     ap.add_argument("--out", default=None, help="also write the markdown report here")
     ap.add_argument("--weight-cache", default=None, metavar="DIR", help="also time the first token with --weight-cache DIR")
     ap.add_argument("--ttft-only", action="store_true", help="only the time to first token")
+    ap.add_argument("--fast", action="store_true",
+                    help="also run gemma.c with --precision fast (llama.cpp's activation rounding) in every repetition")
     a = ap.parse_args()
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
@@ -202,15 +219,20 @@ def main():
     for model in a.model:
         name = os.path.basename(model)
         for t in threads:
-            ours, peer = [], {m: [] for m in mmaps}
+            ours, fast, peer = [], [], {m: [] for m in mmaps}
             for rep in range(0 if a.ttft_only else a.reps):
-                ours.append(R.measure([a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens",
-                                       str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens), "--json"]))
+                cmd = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
+                       "--gen-tokens", str(a.gen_tokens), "--json"]
+                ours.append(R.measure(cmd))
+                if a.fast:
+                    fast.append(R.measure(cmd + ["--precision", "fast"]))
                 for m in mmaps:
                     peer[m].append(R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t),
                                               "--mmap", str(m), "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)]))
                 print(f"{name} t={t} rep {rep + 1}: ours pp {ours[-1]['prefill_tok_s']:.1f} tg "
-                      f"{ours[-1]['decode_tok_s']:.2f}" + "".join(
+                      f"{ours[-1]['decode_tok_s']:.2f}" +
+                      (f" | fast pp {fast[-1]['prefill_tok_s']:.1f} tg {fast[-1]['decode_tok_s']:.2f}" if fast else "") +
+                      "".join(
                           f" | peer mmap{m} pp {peer[m][-1]['prefill_tok_s']:.1f} tg {peer[m][-1]['decode_tok_s']:.2f}"
                           for m in mmaps), file=sys.stderr)
             # time to first token, 16-token prompt, load included (page cache warm from the runs above)
@@ -253,6 +275,9 @@ def main():
                 "kernels": ours[0].get("kernels", ""),
                 "ours_pp_all": [round(r["prefill_tok_s"], 1) for r in ours],
                 "ours_tg_all": [round(r["decode_tok_s"], 2) for r in ours],
+                "fast_pp": med([r["prefill_tok_s"] for r in fast]), "fast_tg": med([r["decode_tok_s"] for r in fast]),
+                "fast_pp_all": [round(r["prefill_tok_s"], 1) for r in fast],
+                "fast_tg_all": [round(r["decode_tok_s"], 2) for r in fast],
             })
             for m in mmaps:
                 row[f"peer{m}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
@@ -271,6 +296,8 @@ def main():
     lines.append("")
     if not a.ttft_only:
         lines += throughput_table(rows, mmaps, bw, threads)
+        if a.fast:
+            lines += fast_table(rows)
     lines.append(f"Time to first token, {a.ttft_tokens}-token prompt, model load included, warm page cache (ms, "
                  "medians; in parentheses the whole process's wall time):")
     lines.append("")

@@ -109,12 +109,21 @@ typedef enum gm_sharding {
     GM_SHARDING_REPLICATED
 } gm_sharding;
 
+/* How the products round their inputs. EXACT (default): as accurate as f32 arithmetic (the packed
+ * kernels split activations into integer terms that carry 24 bits; logits within ~1e-6 of transformers'
+ * f32 on the real 270M). FAST: as llama.cpp rounds them: 8 bits per 32 values for quantized weights
+ * (batched products, and single tokens where the kernels have int8 products), bf16 for BF16 weights
+ * (batched products): prefill ~1.5x faster on AVX-512 VNNI, logits within a few % of the largest
+ * (docs/CORRECTNESS.md). Kernels without int8 / bf16 products (AVX2, scalar, AMX) stay exact. */
+typedef enum gm_precision { GM_PRECISION_EXACT = 0, GM_PRECISION_FAST } gm_precision;
+
 typedef struct gm_load_options {
     int devices;              /* in-process devices of this process (threads that own shards); default 1 */
     int threads_per_device;   /* worker threads inside each device; default 1 */
     gm_sharding sharding;
     int cache_length;         /* KV cache positions per session; default 4096 */
     bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
+    gm_precision precision;   /* default GM_PRECISION_EXACT */
     /* A directory for the weight cache (NULL: none): each device's packed matrices are written there
      * once (one file per model, sharding and device) and later loads map them from the page cache
      * instead of reading and packing the model file again: the 270M loads in ~60 ms instead of

@@ -31,7 +31,7 @@ static const char *HELP_TAIL =
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms (best prefill),\n"
     "                         load_ms, first_token_ms (load + first prefill), weight_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
-    "                         sharding, kernels\n"
+    "                         sharding, kernels, precision\n"
     "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
     "tied embedding as the output projection; in the packed layout the kernels read, see\n"
     "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
@@ -179,6 +179,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "threads", mf.load.threads_per_device);
             cJSON_AddStringToObject(o, "sharding", sh);
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
+            cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
             char *out = cJSON_PrintUnformatted(o);
             puts(out);
             free(out);
@@ -196,7 +197,8 @@ int cmd_bench(int argc, char **argv) {
                    gm_model_activation_bytes(m) / 1048576.0);
             printf("reads        %.1f MB per decoded token (weights %.1f MB, KV cache %.2f MB); %.1f GB/s at this decode speed\n",
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
-            printf("kernels      %s\n", cli_kernels_desc());
+            printf("kernels      %s, precision %s\n", cli_kernels_desc(),
+                   mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
                    comm_per_tok, comm_s_per_tok * 1000);
         }

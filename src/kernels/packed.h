@@ -110,6 +110,9 @@ typedef struct gm_xq {
     size_t ld8;        /* row stride of b8 in bytes (a view of columns [c0, ..) offsets b8 by 3 c0, e8 by
                         * c0 / 32, s8 by 3 c0 / 32) */
     bool has8;         /* b8 / e8 / s8 hold this batch (gm_quantize_x8) */
+    bool fast;         /* llama.cpp's rounding (--precision fast): the int8 products use the first term b1
+                        * alone (x rounded to 8 bits per 32 values), and the BF16 matmul (T > 1, with the
+                        * split) the bf16 hi alone; never set with the AMX matmul */
 } gm_xq;
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,

@@ -9,7 +9,8 @@
 #include "kernels/packed_x86.h"
 #include "kernels/quant_x86.h"
 
-enum { NT = 8, NTQ = 6 }; /* inputs per matmul pass (BF16 f32, quantized: two int32 sums each) */
+enum { NT = 8, NTQ = 6, NT_FAST = 12 }; /* inputs per matmul pass (BF16 f32, quantized: two int32 sums each;
+                                         * fast BF16: one f32 accumulator each) */
 
 /* ---- activation quantization ---- */
 
@@ -299,7 +300,41 @@ GM_AI void matmul_bf16_k(int nt, const gm_packed *P, size_t p, size_t r0, size_t
     for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
 }
 
+/* Fast BF16 (xq->fast): the inputs rounded to bf16 (the split's hi), 32 multiply-adds per vdpbf16ps on
+ * the tile's column pairs as stored (lane r: row r's columns 2q, 2q + 1), as llama.cpp does */
+GM_AI void matmul_bf16dp_k(int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq, size_t t0,
+                           float *Y, size_t ldy) {
+    const size_t tiles = P->cols / 32;
+    const uint8_t *t = P->data + p * P->panel_bytes;
+    __m512 acc[NT_FAST];
+#pragma GCC unroll 12
+    for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < tiles; b++, t += 1024) {
+#pragma GCC unroll 4
+        for (int q = 0; q < 16; q++) {
+            __m512bh w = (__m512bh)_mm512_load_si512((const void *)(t + 64 * q));
+#pragma GCC unroll 12
+            for (int j = 0; j < nt; j++) {
+                uint32_t pair; /* hi[2q] | hi[2q + 1] << 16 */
+                memcpy(&pair, xq->hi + (t0 + (size_t)j) * xq->ldq + 32 * b + 2 * q, 4);
+                acc[j] = _mm512_dpbf16_ps(acc[j], w, (__m512bh)_mm512_set1_epi32((int)pair));
+            }
+        }
+    }
+#pragma GCC unroll 12
+    for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
+}
+
 static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    if (xq->fast && xq->split) {
+        for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+            size_t t = 0;
+            for (; t + NT_FAST <= T; t += NT_FAST) matmul_bf16dp_k(NT_FAST, P, p, r0, r1, xq, t, Y, ldy);
+            for (; t + 4 <= T; t += 4) matmul_bf16dp_k(4, P, p, r0, r1, xq, t, Y, ldy);
+            for (; t < T; t++) matmul_bf16dp_k(1, P, p, r0, r1, xq, t, Y, ldy);
+        }
+        return;
+    }
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         size_t t = 0;
         for (; t + NT <= T; t += NT) matmul_bf16_k(NT, P, p, r0, r1, xq, t, Y, ldy);
@@ -382,7 +417,7 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
 
 /* ---- matmul with the int8 input terms (packed.h): vpdpbusd, codes as u8, 4 columns per lane ---- */
 
-enum { NT8 = 6 }; /* inputs per pass: 3 int32 sums + 1 f32 accumulator each */
+enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumulator each (fast: 1 + 1) */
 
 /* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
 GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
@@ -406,18 +441,20 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
     return w;
 }
 
-GM_AI void matmul8_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq,
-                     size_t t0, float *Y, size_t ldy) {
+/* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
+ * `one`, the first term alone (xq->fast: llama.cpp's 8-bit rounding, a third of the dot products) */
+GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
+                     const gm_xq *xq, size_t t0, float *Y, size_t ldy) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldd = xq->ldd;
     const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
     const uint8_t *t = P->data + p * P->panel_bytes;
-    __m512 acc[NT8];
-#pragma GCC unroll 8
+    __m512 acc[NT8_FAST];
+#pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        __m512i i1[NT8], i2[NT8], i3[NT8];
-        const int32_t *x[NT8];
-#pragma GCC unroll 8
+        __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
+        const int32_t *x[NT8_FAST];
+#pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
             x[j] = (const int32_t *)(xq->b8 + (t0 + (size_t)j) * xq->ld8 + 96 * b);
             i1[j] = i2[j] = i3[j] = _mm512_setzero_si512();
@@ -425,36 +462,38 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
             __m512i w = tile_u8(K, t, g);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
             for (int j = 0; j < nt; j++) {
                 i1[j] = _mm512_dpbusd_epi32(i1[j], w, _mm512_set1_epi32(x[j][g]));
+                if (one) continue;
                 i2[j] = _mm512_dpbusd_epi32(i2[j], w, _mm512_set1_epi32(x[j][8 + g]));
                 i3[j] = _mm512_dpbusd_epi32(i3[j], w, _mm512_set1_epi32(x[j][16 + g]));
             }
         }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
             size_t o = (t0 + (size_t)j) * ldd + b;
             const int32_t *S = xq->s8 + 3 * o;
             float e = xq->e8[o];
-            __m512i v1 = _mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0]));
-            __m512i v2 = _mm512_sub_epi32(i2[j], _mm512_set1_epi32(off * S[1]));
-            __m512i v3 = _mm512_sub_epi32(i3[j], _mm512_set1_epi32(off * S[2]));
-            __m512 F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
-                                       _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f),
-                                                       _mm512_cvtepi32_ps(v1)));
+            __m512 F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0])));
+            if (!one) {
+                __m512i v2 = _mm512_sub_epi32(i2[j], _mm512_set1_epi32(off * S[1]));
+                __m512i v3 = _mm512_sub_epi32(i3[j], _mm512_set1_epi32(off * S[2]));
+                F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
+                                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), F));
+            }
             if (K == GM_PK_D16 || K == GM_PK_N5D) {
                 __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
             } else { /* w = s q + m: the m part needs the block sum of x */
                 const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-                float sx = e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
+                float sx = one ? e * (float)S[0] : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
                 acc[j] = _mm512_fmadd_ps(_mm512_load_ps(sm + 16), _mm512_set1_ps(sx), acc[j]);
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(_mm512_load_ps(sm), _mm512_set1_ps(e)), acc[j]);
             }
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
 }
 
@@ -462,9 +501,15 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
                         size_t ldy) {
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         size_t t = 0;
-        for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, P, p, r0, r1, xq, t, Y, ldy);
-        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, P, p, r0, r1, xq, t, Y, ldy);
-        for (; t < T; t++) matmul8_k(K, 1, P, p, r0, r1, xq, t, Y, ldy);
+        if (xq->fast) {
+            for (; t + NT8_FAST <= T; t += NT8_FAST) matmul8_k(K, NT8_FAST, true, P, p, r0, r1, xq, t, Y, ldy);
+            for (; t + 4 <= T; t += 4) matmul8_k(K, 4, true, P, p, r0, r1, xq, t, Y, ldy);
+            for (; t < T; t++) matmul8_k(K, 1, true, P, p, r0, r1, xq, t, Y, ldy);
+            continue;
+        }
+        for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, false, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, false, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t < T; t++) matmul8_k(K, 1, false, P, p, r0, r1, xq, t, Y, ldy);
     }
 }
 

@@ -39,9 +39,9 @@ static int64_t idot(gm_pack_kind k, const uint8_t *t, int i, const int16_t *q, i
 }
 
 /* Dequantized rows times the f32 inputs, or their hi + mid + lo split when the matmul uses it (the same
- * values): BF16, and every kind under the AMX matmul */
+ * values): BF16, and every kind under the AMX matmul; or times hi alone (fast BF16) */
 static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
-                            bool split) {
+                            bool split, bool hi_only) {
     float *w = malloc(P->cols * sizeof *w);
     if (!w) return;
     for (size_t r = r0; r < r1; r++) {
@@ -50,8 +50,9 @@ static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_x
             double acc = 0;
             for (size_t c = 0; c < P->cols; c++) {
                 size_t o = t * xq->ldq + c;
-                double x = split ? (double)gm_bf16_to_f32(xq->hi[o]) + gm_bf16_to_f32(xq->mid[o]) + gm_bf16_to_f32(xq->lo[o])
-                                 : (double)xq->x[t * xq->ldx + c];
+                double x = hi_only ? (double)gm_bf16_to_f32(xq->hi[o])
+                           : split ? (double)gm_bf16_to_f32(xq->hi[o]) + gm_bf16_to_f32(xq->mid[o]) + gm_bf16_to_f32(xq->lo[o])
+                                   : (double)xq->x[t * xq->ldx + c];
                 acc += (double)w[c] * x;
             }
             Y[t * ldy + (r - r0)] = (float)acc;
@@ -107,7 +108,8 @@ static void tiles_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
-        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, T > 1 && xq->split);
+        bool split = T > 1 && xq->split;
+        bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, split, split && xq->fast && P->kind == GM_PK_BF16);
         return;
     }
     tiles_ref(P, r0, r1, xq, T, Y, ldy, tile_ref);
@@ -164,7 +166,7 @@ static double tile8_ref(const gm_packed *P, const uint8_t *tile, int i, const gm
     const int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
     const int32_t *S = xq->s8 + 3 * (t * xq->ldd + b);
     double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0;
-    for (int term = 0; term < 3; term++) {
+    for (int term = 0; term < (xq->fast ? 1 : 3); term++) {
         int64_t dot = 0;
         for (int c = 0; c < 32; c++) dot += (int64_t)gm_packed_code(k, tile, c / 2, 2 * i + (c & 1)) * q[32 * term + gm_x8_pos(c)];
         double w = term == 0 ? 1.0 : term == 1 ? 1.0 / 254 : 1.0 / 64516;

@@ -169,7 +169,9 @@ static void mm_chunk(void *ctx, int c, int slot) {
         if (b > tk->r1) b = tk->r1;
         if (b <= a) return;
         float *Y = tk->Y + (a - tk->r0);
-        if (j->T == 1) gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
+        /* one token: the int16 matvec, or (fast) the int8 matmul's single term where the kind has one */
+        if (j->T == 1 && !(tk->xq.fast && tk->xq.has8 && gm_packed_kind_int8(m->packed.kind)))
+            gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
         else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
         return;
     }
@@ -246,7 +248,8 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
 
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
-    bool quant = false, bf16 = false, int8 = T > 1 && d->xq.b8, int16 = false;
+    /* the int8 terms feed the batched products, and with --precision fast the single-token ones too */
+    bool quant = false, bf16 = false, int8 = d->xq.b8 && (T > 1 || d->fast), int16 = false;
     for (int i = 0; i < n; i++) {
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;
@@ -254,14 +257,17 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
         int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k)); /* matvec, Q6_K */
     }
     size_t C = (size_t)ms[0]->full_cols;
-    if (T > 1 && (quant || bf16) && gm_packed_amx_matmul()) {
+    bool amx = T > 1 && (quant || bf16) && gm_packed_amx_matmul();
+    if (amx) {
         gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
     } else {
-        if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq);
+        /* fast BF16 products of several tokens read the bf16 rounding of x (the split's hi) */
+        if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, d->fast && T > 1, &d->xq);
         /* the int16 terms only where a product reads them (gm_quantize_x clears has8: it goes first) */
         if (int16) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
         if (quant && int8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
     }
+    d->xq.fast = d->fast && !amx; /* the AMX matmuls stay exact */
 }
 
 /* Ys[i] [T][rows of ms[i]] = X . ms[i]^T for matrices sharing the input X [T][full_cols]: X is

@@ -40,6 +40,7 @@ typedef struct gm_device {
     float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
     float *scores;              /* attention scratch: [threads][4][cache_length] */
     gm_xq xq;                   /* [T][max(D, F, N*H)] quantized inputs of the packed products */
+    bool fast;                  /* --precision fast: llama.cpp's activation rounding (gm_xq.fast) */
     int cache_length;
     uint64_t activation_bytes;
     /* the tokens of the current step: position and KV cache of each (one sequence, or batch rows) */

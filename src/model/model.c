@@ -72,7 +72,7 @@ static void load_worker(void *ctx, int i, int n) {
     if (st == GM_OK) {
         st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
                             m->opt.cache_length);
-        if (st == GM_OK) m->dev[i].w = w;
+        if (st == GM_OK) m->dev[i].w = w, m->dev[i].fast = m->opt.precision == GM_PRECISION_FAST;
         else snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
     }
     if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
@@ -114,9 +114,9 @@ static gm_status check_tokenizer(gm_model *m, const char *path) {
 /* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
 static gm_status check_ranks_agree(gm_model *m) {
     if (m->n_ranks == 1) return GM_OK;
-    uint64_t digest[4] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
-                          (uint64_t)m->opt.cache_length};
-    uint64_t root[4];
+    uint64_t digest[5] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
+                          (uint64_t)m->opt.cache_length, (uint64_t)m->opt.precision};
+    uint64_t root[5];
     memcpy(root, digest, sizeof root);
     GM_TRY(gm_mpi_broadcast(root, sizeof root));
     float mismatch = memcmp(root, digest, sizeof root) != 0 ? 1.0f : 0.0f;
@@ -125,11 +125,12 @@ static gm_status check_ranks_agree(gm_model *m) {
     if (mine > 0)
         return gm_fail(GM_ERR_ARG,
                        "rank %d: model file or flags differ from rank 0 (file fingerprint %016llx vs %016llx, devices "
-                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu); every rank must run the same command "
-                       "on the same file",
+                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu, precision %llu vs %llu); every rank "
+                       "must run the same command on the same file",
                        m->rank, (unsigned long long)digest[0], (unsigned long long)root[0], (unsigned long long)digest[1],
                        (unsigned long long)root[1], (unsigned long long)digest[2], (unsigned long long)root[2],
-                       (unsigned long long)digest[3], (unsigned long long)root[3]);
+                       (unsigned long long)digest[3], (unsigned long long)root[3], (unsigned long long)digest[4],
+                       (unsigned long long)root[4]);
     if (mismatch > 0)
         return gm_fail(GM_ERR_ARG, "rank %d: another rank runs a different model file or different flags; refusing to start",
                        m->rank);
@@ -163,6 +164,8 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         return gm_fail(GM_ERR_ARG, "--threads %d: must be between 1 and 256", opt.threads_per_device);
     if (opt.cache_length < 1 || opt.cache_length > (1 << 20))
         return gm_fail(GM_ERR_ARG, "--cache-length %d: must be between 1 and %d", opt.cache_length, 1 << 20);
+    if (opt.precision != GM_PRECISION_EXACT && opt.precision != GM_PRECISION_FAST)
+        return gm_fail(GM_ERR_ARG, "precision %d: must be GM_PRECISION_EXACT or GM_PRECISION_FAST", (int)opt.precision);
     gm_model *m = calloc(1, sizeof *m);
     if (!m) return gm_fail(GM_ERR_NOMEM, "out of memory");
     m->opt = opt;

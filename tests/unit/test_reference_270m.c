@@ -11,6 +11,12 @@
 #include "json_fixture.h"
 
 #define TOL 1e-3f
+/* GM_TEST_PRECISION=fast (reference_kernel_paths.sh): activations rounded as llama.cpp rounds them, which
+ * moves its logits by 0.3-1.0 on these prompts (docs/CORRECTNESS.md): logits within 5e-2 of the largest,
+ * the same top-1 at every prompt's last position and at 95 % of the long prompt's positions; the exact
+ * top-10 order and 64-token continuations are not asked for (llama.cpp diverges after 2-23 tokens). */
+#define TOL_FAST 5e-2f
+static bool fast;
 
 static gm_model *load(const char *path, int devices) {
     gm_load_options o;
@@ -19,6 +25,7 @@ static gm_model *load(const char *path, int devices) {
     o.cache_length = 1024;
     o.use_mpi = false;
     o.weight_cache = getenv("GM_TEST_WEIGHT_CACHE"); /* reference_kernel_paths.sh: the weights mapped from a cache */
+    o.precision = fast ? GM_PRECISION_FAST : GM_PRECISION_EXACT;
     gm_model *m = NULL;
     if (gm_model_load(path, &o, &m) != GM_OK) fprintf(stderr, "load: %s\n", gm_last_error());
     else printf("weight cache %s\n", gm_model_weight_cache(m));
@@ -68,8 +75,8 @@ static void check_prompt(gm_model *m, const cJSON *p, float *logits) {
     snprintf(file, sizeof file, "gemma3_270m/%s", cJSON_GetObjectItem(p, "top128_logits_file")->valuestring);
     gmrf tlg = gmrf_load(file);
     for (uint64_t k = 0; k < tid.count; k++) worst = fmaxf(worst, fabsf(logits[tid.i[k]] - tlg.f[k]));
-    CHECK(worst / maxabs <= TOL, "%s: max |logit diff| %g is %g of max |logit| %g%s", name, worst, worst / maxabs, maxabs,
-          full ? " (full vocabulary)" : " (reference top 128)");
+    CHECK(worst / maxabs <= (fast ? TOL_FAST : TOL), "%s: max |logit diff| %g is %g of max |logit| %g%s", name, worst,
+          worst / maxabs, maxabs, full ? " (full vocabulary)" : " (reference top 128)");
     printf("%-12s %3d tokens: max |diff| / max |logit| = %.2e%s\n", name, n, worst / maxabs, full ? " (full vocab)" : "");
     gmrf_free(&tid);
     gmrf_free(&tlg);
@@ -79,8 +86,8 @@ static void check_prompt(gm_model *m, const cJSON *p, float *logits) {
     top_ids(logits, V, 10, mine);
     const cJSON *ref10 = cJSON_GetObjectItem(p, "top10_ids");
     int same = 1;
-    for (int j = 0; j < 10; j++) same &= mine[j] == (int32_t)cJSON_GetArrayItem(ref10, j)->valuedouble;
-    CHECK(same, "%s: top-10 ids differ", name);
+    for (int j = 0; j < (fast ? 1 : 10); j++) same &= mine[j] == (int32_t)cJSON_GetArrayItem(ref10, j)->valuedouble;
+    CHECK(same, "%s: top-%d ids differ", name, fast ? 1 : 10);
 
     /* 64-token greedy continuation */
     const cJSON *g = cJSON_GetObjectItem(p, "greedy64");
@@ -92,7 +99,8 @@ static void check_prompt(gm_model *m, const cJSON *p, float *logits) {
         if (t + 1 < steps && gm_session_forward(s, &tok, 1, logits, NULL) != GM_OK) break;
         top_ids(logits, V, 1, &tok);
     }
-    CHECK(agree == steps, "%s: greedy continuation agrees for %d of %d tokens", name, agree, steps);
+    CHECK(agree == steps || (fast && agree >= 1), "%s: greedy continuation agrees for %d of %d tokens", name, agree, steps);
+    if (fast) printf("%-12s greedy continuation agrees for %d of %d tokens\n", name, agree, steps);
     gm_session_free(s);
     free(ids);
 }
@@ -106,7 +114,7 @@ static void check_long(gm_model *m, const cJSON *l) {
     gm_session *s = NULL;
     CHECK(all && gm_session_new(m, &s) == GM_OK && gm_session_forward(s, ids, (size_t)n, NULL, all) == GM_OK,
           "long: forward: %s", gm_last_error());
-    int bad_ids = 0;
+    int bad_ids = 0, bad_top1 = 0;
     float worst = 0;
     for (int t = 0; t < n; t++) {
         const float *x = all + (size_t)t * (size_t)V;
@@ -114,15 +122,18 @@ static void check_long(gm_model *m, const cJSON *l) {
         for (int i = 0; i < V; i++) mx = fmaxf(mx, fabsf(x[i]));
         int32_t mine[10];
         top_ids(x, V, 10, mine);
+        bad_top1 += mine[0] != tid.i[t * 10];
         for (int j = 0; j < 10; j++) {
             int32_t r = tid.i[t * 10 + j];
             bad_ids += mine[j] != r;
             worst = fmaxf(worst, fabsf(x[r] - tlg.f[t * 10 + j]) / mx);
         }
     }
-    CHECK(worst <= TOL, "long: worst logit diff at the reference top-10 is %g of max |logit|", worst);
-    CHECK(bad_ids == 0, "long: %d of %d top-10 ids differ", bad_ids, n * 10);
-    printf("long         %3d tokens: every position, worst %.2e, top-10 ids mismatches %d\n", n, worst, bad_ids);
+    CHECK(worst <= (fast ? TOL_FAST : TOL), "long: worst logit diff at the reference top-10 is %g of max |logit|", worst);
+    CHECK(fast ? bad_top1 <= n * 5 / 100 : bad_ids == 0, "long: %d of %d top-10 ids differ, top-1 at %d of %d positions",
+          bad_ids, n * 10, bad_top1, n);
+    printf("long         %3d tokens: every position, worst %.2e, top-10 ids mismatches %d, top-1 %d\n", n, worst,
+           bad_ids, bad_top1);
     gm_session_free(s);
     free(all);
     free(ids);
@@ -133,6 +144,8 @@ static void check_long(gm_model *m, const cJSON *l) {
 int main(void) {
     const char *path = gm_test_model_path();
     if (!path) return 77;
+    fast = getenv("GM_TEST_PRECISION") && !strcmp(getenv("GM_TEST_PRECISION"), "fast");
+    if (fast) printf("precision fast\n");
     cJSON *fx = gm_test_load_json("gemma3_270m/prompts.json");
     gm_model *m = load(path, 1);
     CHECK(m != NULL, "load");
