@@ -12,12 +12,15 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 echo "== sharding plan (fsdp over 4 devices)"
 build/gemma info -m "$MODEL" --devices 4 --sharding fsdp | awk '/^sharding/ || /^device/ || /token_embd|blk\.0\./'
 echo
-echo "== chat: 2 MPI ranks x 2 devices (mpirun -np 2 build/gemma chat --devices 2)"
+# each device's packed weights are kept in models/weight-cache (written on the first run, ~250 MB): later
+# runs map them instead of packing the model again
+CACHE=(--weight-cache models/weight-cache)
+echo "== chat: 2 MPI ranks x 2 devices (mpirun -np 2 build/gemma chat --devices 2 ${CACHE[*]})"
 if [ $# -gt 0 ]; then
-  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 --max-new-tokens 128 "$@"
+  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 "${CACHE[@]}" --max-new-tokens 128 "$@"
 elif [ -t 0 ]; then
-  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 --multi-turn --max-new-tokens 256
+  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 "${CACHE[@]}" --multi-turn --max-new-tokens 256
 else
-  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 --max-new-tokens 128 \
+  exec mpirun -np 2 --oversubscribe build/gemma chat -m "$MODEL" --devices 2 "${CACHE[@]}" --max-new-tokens 128 \
     "Explain in two sentences why the sky is blue."
 fi
