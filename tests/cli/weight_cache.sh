@@ -60,6 +60,17 @@ touch -d '2001-01-01' "$M2" # same bytes, another modification time: another key
 check "a rewritten model file does not use the old cache (state $(state))" '[ "$(state)" = written ] && [ "$(ls "$C"/copy.gguf-*-d0of1.gmpack | wc -l)" = 2 ]'
 check "  logits of the copy equal the original's" 'cmp -s "$T/ref1" "$T/g"'
 
+H="${GM_FIXTURES:-$(dirname "$0")/../fixtures}/hf_tiny" # a Hugging Face folder (safetensors): keyed by its files too
+"$G" logits -m "$H" --tokens 2,5,7 --dump-logits "$T/h0" > /dev/null 2> "$T/err"
+for i in 1 2; do
+  "$G" bench -m "$H" --prompt-tokens 4 --gen-tokens 0 --json --weight-cache "$T/hc" 2> "$T/err" \
+    | grep -o '"weight_cache":"[a-z]*"' | cut -d'"' -f4 > "$T/state"
+  s[$i]=$(state)
+done
+"$G" logits -m "$H" --tokens 2,5,7 --weight-cache "$T/hc" --dump-logits "$T/h1" > /dev/null 2> "$T/err"
+check "a Hugging Face folder: written, then mapped (${s[1]}, ${s[2]}), same logits" \
+  '[ "${s[1]}" = written ] && [ "${s[2]}" = mapped ] && cmp -s "$T/h0" "$T/h1"'
+
 touch "$T/afile"
 "$G" logits -m "$M" --cache-length 64 --weight-cache "$T/afile" --dump-logits "$T/h" "$PROMPT" > /dev/null 2> "$T/err"
 rc=$?
