@@ -66,10 +66,10 @@ static int hexval(char c) {
 }
 
 static size_t count_chars(const uint8_t *s, size_t n) {
-    size_t c = 0, a = 0;
-    while (a < n && s[a] < 0x80) a++;
-    if (a == n) return n; /* ASCII: one character per byte */
-    for (size_t i = 0; i < n;) {
+    size_t a = 0;
+    while (a < n && s[a] < 0x80) a++; /* ASCII: one character per byte */
+    size_t c = a;
+    for (size_t i = a; i < n;) {
         size_t l = gm_utf8_valid_len(s + i, n - i);
         i += l ? l : 1;
         c++;

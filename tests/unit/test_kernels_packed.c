@@ -376,79 +376,25 @@ static void test_quantize8(void) {
     free(x);
 }
 
-/* The int8-term matmul of a path against the int8 reference and the exact f32 product. */
-static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
-    size_t rb;
-    uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(t, w, rb, rows, cols);
-    if (!gm_packed_kind_int8(P.kind)) {
-        free(P.data);
-        free(w);
-        return;
-    }
-    static const size_t Ts[] = {2, 3, 7, 13};
-    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
-        size_t T = Ts[k], ldy = rows + 5;
-        float *x = malloc(T * cols * sizeof *x);
-        for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
-        gm_xq xq;
-        xq_alloc(&xq, T, cols);
-        xq8_alloc(&xq, T, cols);
-        gm_quantize_x_ref(x, cols, T, cols, &xq);
-        ops->quantize_x8(x, cols, T, cols, &xq);
-        size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
-        float *ref = malloc(T * ldy * sizeof *ref), *got = malloc((T * ldy + 8) * sizeof *got);
-        float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
-        for (size_t i = 0; i < T * ldy + 8; i++) got[i] = -777.0f;
-        gm_packed_matmul8_ref(&P, r0, r1, &xq, T, ref, ldy);
-        ops->matmul8(&P, r0, r1, &xq, T, got, ldy);
-        int bad = 0, off = 0;
-        for (size_t tt = 0; tt < T; tt++) {
-            gm_matvec_ref(t, w, rb, rows, cols, x + tt * cols, exact);
-            for (size_t i = 0; i < ldy; i++) {
-                float g = got[tt * ldy + i];
-                if (i >= n) {
-                    bad += g != -777.0f;
-                    continue;
-                }
-                gm_packed_row(&P, r0 + i, wr);
-                double mag8 = 0, mag = 0;
-                for (size_t c = 0; c < cols; c++) {
-                    mag8 += fabs((double)wr[c] * xhat8(&xq, tt, c));
-                    mag += fabs((double)wr[c] * x[tt * cols + c]);
-                }
-                if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * mag8 + 1e-30) && bad++ < 3)
-                    fprintf(stderr, "  %s int8 %s %zux%zu T %zu row %zu: got %.9g want %.9g\n", name,
-                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, ref[tt * ldy + i]);
-                off += fabs((double)g - exact[r0 + i]) > 1e-6 * mag;
-            }
-        }
-        CHECK(bad == 0, "%s int8 matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name,
-              rows, cols, r0, r1, T, bad);
-        CHECK(off == 0, "%s int8 matmul %s %zux%zu T %zu: %d outputs further than 1e-6 sum|wx| from the f32 product",
-              name, gm_dtype_get(t)->name, rows, cols, T, off);
-        xq_free(&xq);
-        free(x);
-        free(ref);
-        free(got);
-        free(exact);
-        free(wr);
-    }
-    free(P.data);
-    free(w);
-}
-
-/* --precision fast (xq->fast): the int8 matmul with the first term alone (also for T = 1: decode) and
- * the BF16 matmul on the bf16 rounding of x match the scalar reference (1e-6 of sum |w xhat|), and are
- * as far from the f32 product as that rounding allows: each x moves by at most half its block's int8
- * step (e8 / 2), or by 2^-9 of itself (bf16, round to nearest even). */
-static void test_fast(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
+/* The int8-term matmul (exact: the three terms; `fast`, --precision fast: the first term alone, also for
+ * T = 1, the decode path) and, with `fast`, the BF16 matmul on the bf16 rounding of x: every path matches
+ * the scalar reference (1e-6 of sum |w xhat|) on row ranges that cut panels, several input counts, without
+ * writing outside its outputs; exact stays within 1e-6 of sum |w x| of the f32 product, fast within what its
+ * rounding allows: each x moves by at most half its block's int8 step (e8 / 2) or 2^-9 of itself (bf16). */
+static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols,
+                           bool fast) {
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
     gm_packed P = pack_all(t, w, rb, rows, cols);
     bool bf16 = t == GM_BF16;
-    static const size_t Ts[] = {1, 2, 5, 13, 14};
-    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+    if (!(gm_packed_kind_int8(P.kind) || (fast && bf16))) {
+        free(P.data);
+        free(w);
+        return;
+    }
+    static const size_t exact_Ts[] = {2, 3, 7, 13}, fast_Ts[] = {1, 2, 5, 13, 14};
+    const size_t *Ts = fast ? fast_Ts : exact_Ts, nT = fast ? 5 : 4;
+    for (size_t k = 0; k < nT; k++) {
         size_t T = Ts[k], ldy = rows + 5;
         if (bf16 && T == 1) continue; /* BF16 single tokens stay exact (matvec) */
         float *x = malloc(T * cols * sizeof *x);
@@ -456,9 +402,13 @@ static void test_fast(const gm_packed_ops *ops, const char *name, gm_dtype t, si
         gm_xq xq;
         xq_alloc(&xq, T, cols);
         xq8_alloc(&xq, T, cols);
-        if (bf16) gm_prepare_x_bf16(x, cols, T, cols, true, &xq);
-        else ops->quantize_x8(x, cols, T, cols, &xq);
-        xq.fast = true;
+        if (bf16) {
+            gm_prepare_x_bf16(x, cols, T, cols, true, &xq);
+        } else {
+            gm_quantize_x_ref(x, cols, T, cols, &xq);
+            ops->quantize_x8(x, cols, T, cols, &xq);
+        }
+        xq.fast = fast;
         size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
         float *ref = malloc(T * ldy * sizeof *ref), *got = malloc((T * ldy + 8) * sizeof *got);
         float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
@@ -480,25 +430,29 @@ static void test_fast(const gm_packed_ops *ops, const char *name, gm_dtype t, si
                     continue;
                 }
                 gm_packed_row(&P, r0 + i, wr);
-                double mag = 0, bound = 0; /* sum |w xhat|; the most the rounding of x can move the product */
+                /* sum |w xhat|, sum |w x|, and the most the fast rounding of x can move the product */
+                double mag8 = 0, mag = 0, bound = 0;
                 for (size_t c = 0; c < cols; c++) {
                     size_t o = tt * cols + c;
-                    double xh = bf16 ? (double)gm_bf16_to_f32(xq.hi[o])
-                                     : (double)xq.e8[tt * xq.ldd + c / 32] *
-                                           xq.b8[tt * xq.ld8 + 96 * (c / 32) + gm_x8_pos((int)(c % 32))];
-                    mag += fabs((double)wr[c] * xh);
-                    bound += fabs((double)wr[c]) * (bf16 ? fabs((double)x[o]) / 512.0 : xq.e8[tt * xq.ldd + c / 32] / 2.0);
+                    double e = bf16 ? 0 : xq.e8[tt * xq.ldd + c / 32];
+                    double xh = !fast ? xhat8(&xq, tt, c)
+                                : bf16 ? (double)gm_bf16_to_f32(xq.hi[o])
+                                       : e * xq.b8[tt * xq.ld8 + 96 * (c / 32) + gm_x8_pos((int)(c % 32))];
+                    mag8 += fabs((double)wr[c] * xh);
+                    mag += fabs((double)wr[c] * x[o]);
+                    bound += fabs((double)wr[c]) * (bf16 ? fabs((double)x[o]) / 512.0 : e / 2.0);
                 }
-                if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * mag + 1e-30) && bad++ < 3)
-                    fprintf(stderr, "  %s fast %s %zux%zu T %zu row %zu: got %.9g want %.9g\n", name, gm_dtype_get(t)->name,
-                            rows, cols, tt, r0 + i, g, ref[tt * ldy + i]);
-                off += fabs((double)g - exact[r0 + i]) > bound * (1 + 1e-5) + 1e-6 * mag;
+                if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * mag8 + 1e-30) && bad++ < 3)
+                    fprintf(stderr, "  %s %s %s %zux%zu T %zu row %zu: got %.9g want %.9g\n", name, fast ? "fast" : "int8",
+                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, ref[tt * ldy + i]);
+                double err = fabs((double)g - exact[r0 + i]);
+                off += fast ? err > bound * (1 + 1e-5) + 1e-6 * mag8 : err > 1e-6 * mag;
             }
         }
-        CHECK(bad == 0, "%s fast %s %zux%zu rows [%zu,%zu) T %zu: %d outputs differ from the reference", name,
-              gm_dtype_get(t)->name, rows, cols, r0, r1, T, bad);
-        CHECK(off == 0, "%s fast %s %zux%zu T %zu: %d outputs further from the f32 product than the rounding allows",
-              name, gm_dtype_get(t)->name, rows, cols, T, off);
+        CHECK(bad == 0, "%s %s matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs differ from the reference", name,
+              fast ? "fast" : "int8", gm_dtype_get(t)->name, rows, cols, r0, r1, T, bad);
+        CHECK(off == 0, "%s %s matmul %s %zux%zu T %zu: %d outputs too far from the f32 product", name,
+              fast ? "fast" : "int8", gm_dtype_get(t)->name, rows, cols, T, off);
         xq_free(&xq);
         free(x);
         free(ref);
@@ -633,7 +587,8 @@ int main(void) {
             for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
                 size_t blk = gm_dtype_get(qtypes[ti])->block;
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                    test_products8(ops, isas[ii], qtypes[ti], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
+                    test_products8(ops, isas[ii], qtypes[ti], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
+                                   false);
             }
             printf("%s: int8-term matmul tested\n", isas[ii]);
         }
@@ -648,7 +603,7 @@ int main(void) {
             if (!(t == GM_BF16 ? fast_bf16 : int8)) continue;
             size_t blk = gm_dtype_get(t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                test_fast(ops, isas[ii], t, rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
+                test_products8(ops, isas[ii], t, rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640), true);
         }
         for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
             gm_dtype t = qtypes[ti];
