@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/hash.h"
 #include "model/config.h"
 
 gm_status gm_source_open(const char *path, gm_source **out) {
@@ -74,9 +75,8 @@ gm_status gm_source_read_rows(const gm_source *s, const gm_tensor_info *t, uint6
 
 /* FNV-1a over sizes, the tensor directory and 64 sampled 4 KiB pieces of data. */
 uint64_t gm_source_fingerprint(const gm_source *s) {
-    uint64_t h = 1469598103934665603ull;
-#define MIX(p, n)                                                                                                      \
-    for (size_t k_ = 0; k_ < (n); k_++) h = (h ^ ((const uint8_t *)(p))[k_]) * 1099511628211ull
+    uint64_t h = GM_FNV_SEED;
+#define MIX(p, n) h = gm_fnv1a(h, (p), (n))
     size_t n = gm_source_tensor_count(s);
     for (size_t i = 0; i < n; i++) {
         const gm_tensor_info *t = gm_source_tensor_at(s, i);
@@ -104,7 +104,7 @@ uint64_t gm_source_stamp(const gm_source *s) {
         if (fstat(f->fd, &st) != 0) continue;
         uint64_t v[5] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec,
                          (uint64_t)st.st_mtim.tv_nsec};
-        for (size_t k = 0; k < sizeof v; k++) h = (h ^ ((const uint8_t *)v)[k]) * 1099511628211ull;
+        h = gm_fnv1a(h, v, sizeof v);
     }
     return h;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "kernels/packed.h"
 
 enum { WC_ALIGN = 4096, WC_MAX_ENTRIES = 1 << 16 };
@@ -51,15 +52,10 @@ struct gm_weight_cache {
     bool unrecorded;      /* out of memory for the record: nothing will be written */
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
 static uint64_t cache_key(const gm_source *src, gm_sharding rule, int n_dev, int dev) {
     uint64_t v[7] = {gm_source_stamp(src), GM_PACK_LAYOUT_VERSION, (uint64_t)rule, (uint64_t)n_dev, (uint64_t)dev,
                      sizeof(size_t), 0x0102030405060708ull /* byte order */};
-    return fnv(1469598103934665603ull, v, sizeof v);
+    return gm_fnv1a(GM_FNV_SEED, v, sizeof v);
 }
 
 /* The model's file (or folder) name, reduced to characters safe in a file name. */
@@ -106,7 +102,7 @@ static void try_map(gm_weight_cache *c) {
      * streams the weights as from anonymous huge pages */
     madvise(map, (size_t)size, MADV_HUGEPAGE);
     const wc_entry *table = (const wc_entry *)(map + sizeof h);
-    bool ok = fnv(1469598103934665603ull, table, (size_t)h.count * sizeof *table) == h.table_hash;
+    bool ok = gm_fnv1a(GM_FNV_SEED, table, (size_t)h.count * sizeof *table) == h.table_hash;
     for (uint32_t i = 0; ok && i < h.count; i++) {
         const wc_entry *e = &table[i];
         ok = e->offset % WC_ALIGN == 0 && e->offset >= table_end && e->offset <= size && e->bytes <= size - e->offset;
@@ -157,7 +153,7 @@ const void *gm_wcache_take(gm_weight_cache *c, const char *name, gm_dtype type, 
     }
     wc_record *r = &c->rec[c->n_rec++];
     memset(r, 0, sizeof *r);
-    r->e.name_hash = fnv(1469598103934665603ull, name, strlen(name));
+    r->e.name_hash = gm_fnv1a(GM_FNV_SEED, name, strlen(name));
     r->e.type = (uint32_t)type;
     r->e.rows = rows;
     r->e.cols = cols;
@@ -237,7 +233,7 @@ void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
     h.count = (uint32_t)c->n_rec;
     h.key = c->key;
     h.file_bytes = off;
-    h.table_hash = fnv(1469598103934665603ull, table, c->n_rec * sizeof *table);
+    h.table_hash = gm_fnv1a(GM_FNV_SEED, table, c->n_rec * sizeof *table);
     bool ok = c->n_rec <= WC_MAX_ENTRIES && write_all(fd, table, c->n_rec * sizeof *table, sizeof h);
     for (size_t i = 0; ok && i < c->n_rec; i++) ok = write_all(fd, c->rec[i].data, (size_t)table[i].bytes, table[i].offset);
     /* the header last: a file cut short by a full disk never carries a valid one */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/hash.h"
 #include "base/threads.h"
 #include "kernels/matvec.h"
 #include "train/trainer_internal.h"
@@ -92,11 +93,7 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t name_hash(const char *s) { return gm_fnv1a(GM_FNV_SEED, s, strlen(s)); }
 
 /* LoRA A ~ U(-1/sqrt(in), 1/sqrt(in)) (peft's kaiming_uniform(a=sqrt(5)) bound), B = 0; each element a
  * function of (seed, tensor name, index), so every device count draws the same adapters. */

@@ -7,14 +7,10 @@
  * Seeds: tests/fuzz/corpus/fuzz_weight_cache (the cache the model writes, as this harness found it). */
 #include "fuzz/fuzz_util.h"
 
+#include "base/hash.h"
 #include "gemma.h"
 
 static const char *MODEL = "../fuzz/corpus/fuzz_gguf/seed_vocab640_q8.gguf"; /* under tests/fixtures */
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
-    return h;
-}
 
 static gm_model *load(const char *model, const char *dir) {
     gm_load_options o;
@@ -64,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(buf + 24, &file_bytes, 8);
     memcpy(&count, buf + 12, 4);
     if (64 + (uint64_t)count * 48 <= n) {
-        uint64_t h = fnv(1469598103934665603ull, buf + 64, (size_t)count * 48);
+        uint64_t h = gm_fnv1a(GM_FNV_SEED, buf + 64, (size_t)count * 48);
         memcpy(buf + 32, &h, 8);
     }
     char tmp[1100];
