@@ -68,6 +68,9 @@ GM_AI __m128 hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
 }
 
+/* the cache slot after `slot` in a ring of `slots` */
+GM_AI size_t next_slot(size_t slot, int slots) { return slot + 1 == (size_t)slots ? 0 : slot + 1; }
+
 /* Rows share each key and value load: scores for all rows at a position, then softmax per row,
  * then the value sum 64 columns at a time with every row's accumulators in registers. */
 static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
@@ -86,9 +89,11 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
     const float *q[4];
     for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
     /* scores: sc[i][s - lo] */
-    for (int s = lo; s <= hi; s++) {
-        const float *k = K + (size_t)(s % slots) * stride;
-        _mm_prefetch((const char *)(K + (size_t)((s + 2) % slots) * stride), _MM_HINT_T0);
+    /* slot = s % slots, stepped without a division */
+    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + 2) % (size_t)slots;
+    for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
+        const float *k = K + slot * stride;
+        _mm_prefetch((const char *)(K + ahead * stride), _MM_HINT_T0);
         __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
         for (size_t j = 0; j < H; j += 16) {
             __m512 kv = _mm512_loadu_ps(k + j);
@@ -135,8 +140,9 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
         __m512 acc[4][4];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
-        for (size_t s = 0; s < len; s++) {
-            const float *v = V + (size_t)((lo + (int)s) % slots) * stride + c;
+        size_t vslot = (size_t)lo % (size_t)slots;
+        for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots)) {
+            const float *v = V + vslot * stride + c;
             __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), v2 = _mm512_loadu_ps(v + 32),
                    v3 = _mm512_loadu_ps(v + 48);
 #pragma GCC unroll 4

@@ -16,9 +16,10 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
         *wb = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g + 256)));
         return;
     }
-    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
-    __m512i a = _mm512_cvtepu8_epi16(_mm256_and_si256(v, m4));
-    __m512i b = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    /* one widening of the 32 bytes, then each 16-bit lane's low nibble and its byte's high nibble */
+    __m512i v = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
+    __m512i a = _mm512_and_si512(v, _mm512_set1_epi16(15));
+    __m512i b = _mm512_srli_epi16(v, 4);
     if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
         /* kmovd from memory: a load, not a shuffle-port move */
         __mmask32 *pl = (__mmask32 *)(t + 256);
