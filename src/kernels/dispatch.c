@@ -12,7 +12,7 @@
 #include <cpuid.h>
 
 typedef struct cpu_features {
-    bool avx2, avx512, avx512vnni, amx;
+    bool avx2, avx512, avx512vnni, bf16, amx;
 } cpu_features;
 
 static uint64_t xgetbv0(void) {
@@ -22,7 +22,7 @@ static uint64_t xgetbv0(void) {
 }
 
 static cpu_features detect(void) {
-    cpu_features f = {false, false, false, false};
+    cpu_features f = {false, false, false, false, false};
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
@@ -38,15 +38,20 @@ static cpu_features detect(void) {
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
     bool bmi2 = b >> 8 & 1;
     f.avx512vnni = f.avx512 && (c >> 11 & 1) && bmi2; /* the packed kernels' vpdpwssd / vpdpbusd, pdep */
+    /* AVX512_BF16 (vdpbf16ps, vcvtneps2bf16): leaf 7 subleaf 1, EAX bit 5; Ice Lake and Cascade Lake
+     * have VNNI without it */
+    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+    if (a >= 1) __cpuid_count(7, 1, a1, b1, c1, d1);
+    f.bf16 = f.avx512vnni && (a1 >> 5 & 1);
     bool amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1, os_tile = (xcr0 >> 17 & 3) == 3;
     f.amx = f.avx512vnni && amx_bf16 && amx_tile && os_tile; /* and the kernel's permission: init_once */
     return f;
 }
 #else
 typedef struct cpu_features {
-    bool avx2, avx512, avx512vnni, amx;
+    bool avx2, avx512, avx512vnni, bf16, amx;
 } cpu_features;
-static cpu_features detect(void) { return (cpu_features){false, false, false, false}; }
+static cpu_features detect(void) { return (cpu_features){false, false, false, false, false}; }
 #endif
 
 /* Written once under pthread_once, read-only afterwards. */
@@ -58,7 +63,8 @@ static const gm_vec_ops *g_vec;
 
 static void init_once(void) {
     g_cpu = detect();
-    if (g_cpu.amx && (getenv("GM_NO_AMX") || !gm_amx_enable())) g_cpu.amx = false;
+    if (getenv("GM_NO_BF16")) g_cpu.bf16 = false; /* as on a CPU without AVX512_BF16 (tests) */
+    if (g_cpu.amx && (!g_cpu.bf16 || getenv("GM_NO_AMX") || !gm_amx_enable())) g_cpu.amx = false;
     const char *want = getenv("GM_KERNELS");
     const gm_kernel_ops *best = g_cpu.avx512 ? &gm_kernels_avx512 : g_cpu.avx2 ? &gm_kernels_avx2 : &gm_kernels_scalar;
     g_chosen = best;
@@ -101,6 +107,11 @@ bool gm_packed_int8_matmul(void) {
 
 bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
+}
+
+bool gm_cpu_bf16(void) {
+    pthread_once(&g_once, init_once);
+    return g_cpu.bf16;
 }
 
 bool gm_packed_amx_matmul(void) {

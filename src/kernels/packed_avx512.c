@@ -107,6 +107,10 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
 
 /* x = hi + mid + lo in bf16 (round to nearest even, as gm_split_bf16_ref), and the 32-value sums */
 void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
+    if (!gm_cpu_bf16()) { /* vcvtneps2bf16 is AVX512_BF16 */
+        gm_split_bf16_ref(x, ldx, T, cols, xq);
+        return;
+    }
     size_t Tpad = (T + 15) / 16 * 16;
     for (size_t t = 0; t < Tpad; t++) {
         uint16_t *hi = xq->hi + t * cols, *mid = xq->mid + t * cols, *lo = xq->lo + t * cols;
@@ -326,7 +330,7 @@ GM_AI void matmul_bf16dp_k(int nt, const gm_packed *P, size_t p, size_t r0, size
 }
 
 static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    if (xq->fast && xq->split) {
+    if (xq->fast && xq->split && gm_cpu_bf16()) {
         for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
             size_t t = 0;
             for (; t + NT_FAST <= T; t += NT_FAST) matmul_bf16dp_k(NT_FAST, P, p, r0, r1, xq, t, Y, ldy);

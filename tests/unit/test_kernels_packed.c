@@ -593,8 +593,9 @@ int main(void) {
             printf("%s: int8-term matmul tested\n", isas[ii]);
         }
         /* fast: the int8 products wherever they exist; the bf16 rounding where the BF16 matmul has it
-         * (AVX-512 BF16 and the reference; AVX2 has no bf16 products, AMX stays exact) */
-        bool fast_bf16 = ii == 0 || ii == 2;
+         * (AVX-512 with AVX512_BF16, and the reference; AVX2 has no bf16 products, AVX-512 without
+         * AVX512_BF16 (GM_NO_BF16=1 here) and AMX stay exact) */
+        bool fast_bf16 = ii == 0 || (ii == 2 && gm_cpu_bf16());
         for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
             gm_dtype t = qtypes[ti];
             gm_packed probe;
