@@ -39,10 +39,10 @@ int main(int argc, char **argv) {
     }
     srand(1);
     for (size_t i = 0; i < (size_t)L * kv; i++) {
-        K[i] = (float)rand() / RAND_MAX - 0.5f;
-        V[i] = (float)rand() / RAND_MAX - 0.5f;
+        K[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+        V[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     }
-    for (size_t i = 0; i < (size_t)heads * H; i++) q[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < (size_t)heads * H; i++) q[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     gm_attn_rows a = {.n = heads};
     for (int h = 0; h < heads; h++) {
         a.q[h] = q + (size_t)h * H;
