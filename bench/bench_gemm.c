@@ -5,15 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "kernels/gemm.h"
 #include "kernels/matvec.h"
 #define gm_sgemm_isa_name gm_kernels_isa
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 /* CPU time of the whole process (all threads): on a shared machine, wall time also counts the time
  * other processes held the cores */
@@ -47,11 +42,11 @@ int main(int argc, char **argv) {
         size_t lda = cases[c].ta ? M : K, ldb = cases[c].tb ? K : N;
         gm_gemm(g, cases[c].ta, cases[c].tb, M, N, K, 1, A, lda, B, ldb, 0, C, N);
         int reps = 0;
-        double t0 = now(), c0 = cpu(), t;
+        double t0 = gm_now_seconds(), c0 = cpu(), t;
         do {
             gm_gemm(g, cases[c].ta, cases[c].tb, M, N, K, 1, A, lda, B, ldb, 0, C, N);
             reps++;
-        } while ((t = now() - t0) < 0.5 || reps < 2);
+        } while ((t = gm_now_seconds() - t0) < 0.5 || reps < 2);
         double ct = cpu() - c0;
         printf("%-34s %5zu x %5zu x %5zu: %7.1f GFLOP/s wall, %7.1f per CPU-second (%s, %d threads)\n", cases[c].what,
                M, N, K, 2.0 * M * N * K * reps / t * 1e-9, 2.0 * M * N * K * reps / ct * 1e-9, gm_sgemm_isa_name(),

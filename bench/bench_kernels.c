@@ -9,16 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "kernels/kernels_internal.h"
 #include "kernels/packed.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rng = 88172645463325252ull;
 static uint32_t rnd(void) {
@@ -123,28 +117,28 @@ int main(int argc, char **argv) {
                     printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
                     continue;
                 }
-                double best = 1e30, start = now();
+                double best = 1e30, start = gm_now_seconds();
                 int runs = 0;
                 do {
-                    double t0 = now();
+                    double t0 = gm_now_seconds();
                     ops->matvec(t, w[si], rb[si], shapes[si].rows, shapes[si].cols, x, y);
-                    double dt = now() - t0;
+                    double dt = gm_now_seconds() - t0;
                     if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best; /* first big run warms pages */
                     runs++;
-                } while (now() - start < min_time || runs < 2);
+                } while (gm_now_seconds() - start < min_time || runs < 2);
                 double bytes = (double)rb[si] * (double)shapes[si].rows;
                 printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
                        (double)shapes[si].rows / best);
             }
-            double best = 1e30, start = now();
+            double best = 1e30, start = gm_now_seconds();
             int runs = 0;
             do {
-                double t0 = now();
+                double t0 = gm_now_seconds();
                 ops->matmul(t, w[1], rb[1], shapes[1].rows, shapes[1].cols, x, T, y, shapes[1].rows);
-                double dt = now() - t0;
+                double dt = gm_now_seconds() - t0;
                 best = dt < best ? dt : best;
                 runs++;
-            } while (now() - start < min_time || runs < 2);
+            } while (gm_now_seconds() - start < min_time || runs < 2);
             printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
             fflush(stdout);
         }
@@ -171,32 +165,32 @@ int main(int argc, char **argv) {
                     printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
                     continue;
                 }
-                double best = 1e30, start = now();
+                double best = 1e30, start = gm_now_seconds();
                 int runs = 0;
                 do {
-                    double t0 = now();
+                    double t0 = gm_now_seconds();
                     if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
                     else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
                     pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
-                    double dt = now() - t0;
+                    double dt = gm_now_seconds() - t0;
                     if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
                     runs++;
-                } while (now() - start < min_time || runs < 2);
+                } while (gm_now_seconds() - start < min_time || runs < 2);
                 double bytes = (double)rb[si] * (double)shapes[si].rows;
                 printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
                        (double)shapes[si].rows / best);
             }
-            double best = 1e30, start = now();
+            double best = 1e30, start = gm_now_seconds();
             int runs = 0;
             do {
-                double t0 = now();
+                double t0 = gm_now_seconds();
                 if (t == GM_BF16 || ii == 3) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
                 else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
                 pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
-                double dt = now() - t0;
+                double dt = gm_now_seconds() - t0;
                 best = dt < best ? dt : best;
                 runs++;
-            } while (now() - start < min_time || runs < 2);
+            } while (gm_now_seconds() - start < min_time || runs < 2);
             printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
             fflush(stdout);
         }

@@ -16,16 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/threads.h"
 #include "kernels/packed.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int g_prefetch = 1; /* software prefetch 4 KiB ahead (set once in main) */
 
@@ -153,16 +147,16 @@ int main(int argc, char **argv) {
             double best_k = 0;
             for (int pf = 0; pf < 2; pf++) {
                 g_prefetch = pf;
-                double t0 = now();
+                double t0 = gm_now_seconds();
                 gm_pool_run(pool, worker, &j);
-                double v = (double)bytes / (now() - t0) / 1e9;
+                double v = (double)bytes / (gm_now_seconds() - t0) / 1e9;
                 if (v > best_k) best_k = v;
             }
             gbs[k] = best_k;
             if (matvec) {
-                double t0 = now();
+                double t0 = gm_now_seconds();
                 gm_pool_run(pool, mv_worker, &mv);
-                double v = (double)(mv.P.rows / GM_PANEL_ROWS * mv.P.panel_bytes) / (now() - t0) / 1e9;
+                double v = (double)(mv.P.rows / GM_PANEL_ROWS * mv.P.panel_bytes) / (gm_now_seconds() - t0) / 1e9;
                 mvs[k] = v;
                 if (!json) printf("  %d thread%s pass %d: loads %.2f GB/s, BF16 matvec %.2f GB/s\n", t, t > 1 ? "s" : "", k, best_k, v);
             }

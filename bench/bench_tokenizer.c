@@ -7,15 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "gemma.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -97,21 +91,21 @@ int main(int argc, char **argv) {
         len += unit_len;
     }
     gm_tokenizer *tok;
-    double t0 = now_s();
+    double t0 = gm_now_seconds();
     if (gm_tokenizer_load(model, &tok) != GM_OK) {
         fprintf(stderr, "bench_tokenizer: %s\n", gm_last_error());
         return 1;
     }
-    double t_load = now_s() - t0, best = 1e30;
+    double t_load = gm_now_seconds() - t0, best = 1e30;
     size_t n = 0;
     for (int r = 0; r < reps; r++) {
         int32_t *ids;
-        t0 = now_s();
+        t0 = gm_now_seconds();
         if (gm_tokenizer_encode(tok, text, len, false, &ids, &n) != GM_OK) {
             fprintf(stderr, "bench_tokenizer: %s\n", gm_last_error());
             return 1;
         }
-        double dt = now_s() - t0;
+        double dt = gm_now_seconds() - t0;
         if (dt < best) best = dt;
         gm_free(ids);
     }
