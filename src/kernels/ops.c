@@ -89,23 +89,47 @@ void gm_attention_rows_ref(const gm_attn_rows *a, const float *K, const float *V
         if (a->last[i] > hi) hi = a->last[i];
     }
     for (int i = 0; i < a->n; i++) {
-        float *sc = scores + (size_t)i * (size_t)(hi - lo + 1) - lo; /* sc[s] for s in [first, last] */
+        size_t len = hi >= lo ? (size_t)(hi - lo + 1) : 0;
+        float *sc = scores + (size_t)i * len; /* sc[s - lo] for s in [first, last] */
         float mx = -INFINITY;
         for (int s = a->first[i]; s <= a->last[i]; s++) {
             float v = gm_dot_f32(a->q[i], K + (size_t)(s % slots) * stride, H);
             if (softcap > 0) v = softcap * tanhf(v / softcap);
-            sc[s] = v;
+            sc[s - lo] = v;
             if (v > mx) mx = v;
         }
         double sum = 0;
         for (int s = a->first[i]; s <= a->last[i]; s++) {
-            float e = expf(sc[s] - mx);
-            sc[s] = e;
+            float e = expf(sc[s - lo] - mx);
+            sc[s - lo] = e;
             sum += e;
         }
         float inv = (float)(1.0 / sum);
+        if (a->max_out) { /* a piece: unnormalized */
+            a->max_out[i] = mx;
+            a->sum_out[i] = (float)sum;
+            inv = 1.0f;
+        }
         for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
-        for (int s = a->first[i]; s <= a->last[i]; s++) gm_axpy_f32(a->out[i], sc[s] * inv, V + (size_t)(s % slots) * stride, H);
+        for (int s = a->first[i]; s <= a->last[i]; s++)
+            gm_axpy_f32(a->out[i], sc[s - lo] * inv, V + (size_t)(s % slots) * stride, H);
+    }
+}
+
+/* an empty piece weighs nothing; anything else (NaN included) goes through */
+static float piece_weight(float max, float sum, float m) { return max == -INFINITY && sum == 0 ? 0.0f : expf(max - m); }
+
+void gm_attention_merge(float *out, const float *part, size_t part_stride, const float *maxes, const float *sums, int n,
+                        size_t H) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++) m = maxes[i] > m ? maxes[i] : m;
+    double total = 0;
+    for (int i = 0; i < n; i++) total += (double)piece_weight(maxes[i], sums[i], m) * sums[i];
+    float inv = (float)(1.0 / total);
+    for (size_t c = 0; c < H; c++) out[c] = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float w = piece_weight(maxes[i], sums[i], m);
+        if (w != 0.0f) gm_axpy_f32(out, w * inv, part + (size_t)i * part_stride, H);
     }
 }
 

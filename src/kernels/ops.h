@@ -25,14 +25,25 @@ void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 /* Attention of up to 4 query rows that share one kv head: row i sees positions [first[i], last[i]];
  * position s's key is at K + (s % slots) * stride (values likewise). Row i's output
  * out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min first + 1)
- * floats of scratch. Queries are already scaled. */
+ * floats of scratch. Queries are already scaled.
+ *
+ * A piece of a row's positions (split decoding: threads take pieces of one long row, each reading its
+ * part of the cache once): with max_out and sum_out set, row i's output is left unnormalized,
+ * out[i] = sum_s e^(score_s - m) v_s with m = max_out[i] = its largest score and
+ * sum_out[i] = sum_s e^(score_s - m); gm_attention_merge then combines the pieces. A row with
+ * first > last is an empty piece: out 0, max -inf, sum 0. */
 typedef struct gm_attn_rows {
     int n;
     const float *q[4];
     float *out[4];
     int first[4], last[4];
+    float *max_out, *sum_out; /* [n], or NULL for normalized outputs */
 } gm_attn_rows;
 void gm_attention_rows(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
                        float softcap, float *scores);
+/* out[H] = the softmax-weighted sum of one row from the unnormalized outputs of its n pieces
+ * (part + i * part_stride, with max_out and sum_out as gm_attention_rows left them). */
+void gm_attention_merge(float *out, const float *part, size_t part_stride, const float *maxes, const float *sums, int n,
+                        size_t H);
 
 #endif

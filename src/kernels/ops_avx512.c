@@ -85,6 +85,13 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
         if (a->first[i] < lo) lo = a->first[i];
         if (a->last[i] > hi) hi = a->last[i];
     }
+    if (hi < lo) { /* every row an empty piece */
+        for (int i = 0; i < n; i++) {
+            for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
+            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
+        }
+        return;
+    }
     const size_t len = (size_t)(hi - lo + 1);
     const float *q[4];
     for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
@@ -109,6 +116,11 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
     /* softmax per row over its own positions; zero probability outside them */
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
+        if (a->first[i] > a->last[i]) { /* an empty piece: no weight anywhere */
+            for (size_t s = 0; s < len; s++) sc[s] = 0.0f;
+            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
+            continue;
+        }
         size_t f = (size_t)(a->first[i] - lo), l = (size_t)(a->last[i] - lo);
         if (softcap > 0)
             for (size_t s = f; s <= l; s++) sc[s] = softcap * tanhf(sc[s] / softcap);
@@ -130,7 +142,13 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
             sum = _mm512_add_pd(sum, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(e)),
                                                    _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1))));
         }
-        float inv = (float)(1.0 / _mm512_reduce_add_pd(sum));
+        double total = _mm512_reduce_add_pd(sum);
+        float inv = (float)(1.0 / total);
+        if (a->max_out) { /* a piece: unnormalized */
+            a->max_out[i] = mx;
+            a->sum_out[i] = (float)total;
+            inv = 1.0f;
+        }
         for (size_t t = 0; t < f; t++) sc[t] = 0.0f;
         for (s = f; s <= l; s++) sc[s] *= inv;
         for (s = l + 1; s < len; s++) sc[s] = 0.0f;

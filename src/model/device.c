@@ -25,10 +25,13 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t T = GM_PREFILL_CHUNK, D = (size_t)cfg->d_model, F = (size_t)cfg->d_ff, H = (size_t)cfg->head_dim;
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
+    size_t NP = (size_t)cfg->n_heads * GM_ATTN_PIECES_MAX;
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
-                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya, &d->rope_local, &d->rope_global};
+                      &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya, &d->rope_local, &d->rope_global,
+                      &d->attn_part, &d->attn_max, &d->attn_sum};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide, T * H, T * H};
+                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide, T * H, T * H,
+                      NP * H, NP, NP};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
         d->activation_bytes += sizes[i] * sizeof(float) + 64;
@@ -72,7 +75,8 @@ void gm_device_free(gm_device *d) {
     if (d->cfg) gm_weights_free(&d->w, d->cfg->n_layers);
     gm_pool_free(d->pool);
     float *bufs[] = {d->x, d->xn, d->q, d->k, d->v, d->att, d->y, d->gate, d->up, d->pack, d->scores,
-                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya, d->rope_local, d->rope_global};
+                     d->inv_freq_local, d->inv_freq_global, d->xa, d->ya, d->rope_local, d->rope_global,
+                     d->attn_part, d->attn_max, d->attn_sum};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(d->xq.q);
     free(d->xq.q2);
@@ -353,10 +357,13 @@ typedef struct attn_job {
     int layer;
     bool global;
     int T, rows; /* rows: query heads per piece of work (<= 4, <= heads per kv head) */
+    int pieces;  /* > 1: one token, its positions cut into this many pieces (split decoding) */
 } attn_job;
 
-/* Chunk = (token t, kv head, run of up to 4 of its query heads): the heads of a run share every key
- * and value read of that token's cache. */
+/* Chunk = (token t, kv head, run of up to `rows` of its query heads, piece of the positions): the heads
+ * of a run share every key and value read of that token's cache. With one piece the outputs are final;
+ * with several (T = 1) each chunk reads only its piece of the cache and leaves unnormalized outputs in
+ * attn_part, merged by attention(). */
 static void attn_chunk(void *ctx, int chunk, int slot) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
@@ -364,25 +371,70 @@ static void attn_chunk(void *ctx, int chunk, int slot) {
     size_t KH = (size_t)K * (size_t)H, NH = (size_t)N * (size_t)H;
     float *scores = j->d->scores + (size_t)slot * 4 * (size_t)j->d->cache_length;
     int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
-    {
-        size_t job = (size_t)chunk;
-        int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
-        int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
-        int p = j->d->tok_pos[t];
-        const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
-        int first = 0;
-        if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
-        gm_attn_rows a = {0};
-        for (int h = h0; h < h0 + j->rows && h < (kvh + 1) * G; h++) {
-            a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
-            a.out[a.n] = j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
-            a.first[a.n] = first;
-            a.last[a.n] = p;
-            a.n++;
-        }
-        gm_attention_rows(&a, L->k + (size_t)kvh * (size_t)H, L->v + (size_t)kvh * (size_t)H, KH, L->slots, (size_t)H,
-                          c->attn_softcap, scores);
+    int piece = chunk % j->pieces;
+    size_t job = (size_t)(chunk / j->pieces);
+    int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
+    int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
+    int p = j->d->tok_pos[t];
+    const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
+    int first = 0, last = p;
+    if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
+    gm_attn_rows a = {0};
+    float mx[4], sm[4]; /* a piece's per-row max and sum, scattered to attn_max / attn_sum below */
+    if (j->pieces > 1) { /* positions [first + span * piece / pieces, ...) */
+        int span = p - first + 1;
+        last = first + (int)((int64_t)span * (piece + 1) / j->pieces) - 1;
+        first += (int)((int64_t)span * piece / j->pieces);
+        a.max_out = mx, a.sum_out = sm;
     }
+    for (int h = h0; h < h0 + j->rows && h < (kvh + 1) * G; h++) {
+        a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
+        a.out[a.n] = j->pieces > 1 ? j->d->attn_part + ((size_t)h * (size_t)j->pieces + (size_t)piece) * (size_t)H
+                                   : j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
+        a.first[a.n] = first;
+        a.last[a.n] = last;
+        a.n++;
+    }
+    gm_attention_rows(&a, L->k + (size_t)kvh * (size_t)H, L->v + (size_t)kvh * (size_t)H, KH, L->slots, (size_t)H,
+                      c->attn_softcap, scores);
+    for (int i = 0; a.max_out && i < a.n; i++) {
+        size_t o = (size_t)(h0 + i) * (size_t)j->pieces + (size_t)piece;
+        j->d->attn_max[o] = mx[i], j->d->attn_sum[o] = sm[i];
+    }
+}
+
+/* Pieces of one token's attention: on several threads, when there are fewer (kv head, run) units than
+ * about two per thread, one token's positions are cut so that every thread reads a part of the cache
+ * (each key and value once in all) instead of every thread reading all of it for its heads. */
+static int attn_pieces(const gm_device *d, int T, int units, int span) {
+    int threads = gm_pool_size(d->pool);
+    if (T != 1 || threads < 2 || units >= 2 * threads) return 1;
+    int p = (2 * threads + units - 1) / units, most = span / 64; /* at least 64 positions a piece */
+    p = p > most ? most : p;
+    p = p > GM_ATTN_PIECES_MAX ? GM_ATTN_PIECES_MAX : p;
+    return p < 1 ? 1 : p;
+}
+
+static void attention(gm_device *d, int l, int T) {
+    const gm_config *c = d->cfg;
+    int N = c->n_heads, K = c->n_kv_heads, G = N / K, H = c->head_dim;
+    bool global = c->layer_is_global[l];
+    int threads = gm_pool_size(d->pool), rows = (T * N + threads - 1) / threads;
+    rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
+    attn_job aj = {d, l, global, T, rows < G ? rows : G, 1};
+    int p = d->tok_pos[0], span = p + 1;
+    if (!global && c->sliding_window > 0 && span > c->sliding_window) span = c->sliding_window;
+    int run4 = G < 4 ? G : 4;
+    aj.pieces = attn_pieces(d, T, K * ((G + run4 - 1) / run4), span);
+    if (aj.pieces > 1) aj.rows = run4; /* every head of a run shares its piece's reads */
+    int runs = (G + aj.rows - 1) / aj.rows;
+    gm_pool_run_chunks(d->pool, attn_chunk, &aj, T * K * runs * aj.pieces);
+    if (aj.pieces > 1)
+        for (int h = 0; h < N; h++) {
+            size_t o = (size_t)h * (size_t)aj.pieces;
+            gm_attention_merge(d->att + (size_t)h * (size_t)H, d->attn_part + o * (size_t)H, (size_t)H,
+                               d->attn_max + o, d->attn_sum + o, aj.pieces, (size_t)H);
+        }
 }
 
 /* cos / sin tables of the step's token positions (local and global RoPE), shared by every layer */
@@ -474,10 +526,7 @@ static gm_status layer_forward(gm_device *d, int l, int T) {
         memcpy(kslot, d->k + t * KH, KH * sizeof(float));
         memcpy(vslot, d->v + t * KH, KH * sizeof(float));
     }
-    int G = c->n_heads / c->n_kv_heads, threads = gm_pool_size(d->pool), rows = (T * (int)N + threads - 1) / threads;
-    rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
-    attn_job aj = {d, l, global, T, rows < G ? rows : G};
-    gm_pool_run_chunks(d->pool, attn_chunk, &aj, T * (int)K * ((G + aj.rows - 1) / aj.rows));
+    attention(d, l, T);
     GM_TRY(proj(d, &W->o, d->att, T, d->y));
     for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
 

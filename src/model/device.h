@@ -9,6 +9,7 @@
 
 #define GM_PREFILL_CHUNK 128 /* tokens per forward step; local KV rings hold window + this */
 #define GM_MAX_DEVICES 256
+#define GM_ATTN_PIECES_MAX 16 /* split decoding: pieces of one token's positions */
 
 typedef struct gm_kv_layer {
     float *k, *v;  /* [slots][K*H] */
@@ -39,6 +40,8 @@ typedef struct gm_device {
     float *gate, *up;           /* [T][F] */
     float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
     float *scores;              /* attention scratch: [threads][4][cache_length] */
+    float *attn_part;           /* split decoding: [N][pieces][H] unnormalized outputs of the pieces */
+    float *attn_max, *attn_sum; /* [N][pieces] their largest score and sum of e^(score - max) */
     gm_xq xq;                   /* [T][max(D, F, N*H)] quantized inputs of the packed products */
     bool fast;                  /* --precision fast: llama.cpp's activation rounding (gm_xq.fast) */
     int cache_length;

@@ -4,7 +4,8 @@
 # has besides the default one: AVX-512 without AMX (GM_NO_AMX=1: prefill on the int8 input terms),
 # the same with the int16 terms (GM_INT16_MATMUL=1), AVX2 (GM_KERNELS=avx2) and the f32 kernels on the
 # file's layout (GM_EXACT=1); and the default path with the packed weights mapped from a weight cache
-# (written by the first of those runs, mapped by a last one). Speed never buys wrong logits on any path.
+# (written by the first of those runs, mapped by a last one, on 2 threads: decode then cuts each token's
+# attention into pieces of the cache, merged afterwards). Speed never buys wrong logits on any path.
 # Then --precision fast (GM_TEST_PRECISION=fast), which rounds activations as llama.cpp does, against its
 # own, looser bound (test_reference_270m.c: TOL_FAST).
 set -u
@@ -14,7 +15,7 @@ REF="$GM_BUILD/test_reference_270m"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 WC="GM_TEST_WEIGHT_CACHE=$T/wc"
-for env in "GM_NO_AMX=1 $WC" "GM_NO_AMX=1 GM_INT16_MATMUL=1" "GM_KERNELS=avx2" "GM_EXACT=1" "GM_TEST_PRECISION=fast" "$WC"; do
+for env in "GM_NO_AMX=1 $WC" "GM_NO_AMX=1 GM_INT16_MATMUL=1" "GM_KERNELS=avx2" "GM_EXACT=1" "GM_TEST_PRECISION=fast" "$WC GM_TEST_THREADS=2"; do
   if env $env "$REF" > "$T/log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL with $env:"; fi
   grep -E "passed|FAIL|long |weight cache|precision" "$T/log" | sed "s/^/  $env: /"
 done

@@ -1,7 +1,8 @@
 /* The SIMD versions of rmsnorm, geglu and attention (kernels/ops.h) against the scalar reference and
  * against f64 evaluations of the formulas, on random non-zero inputs: rmsnorm within 2e-7 relative,
  * geglu within 4e-7 of |gate * up| (the f64 GELU-tanh), attention rows within 1e-5 of sum |p v| with
- * windows, ring-buffer wrap-around, 1-4 rows and a softcap; plus the RoPE table against gm_rope. */
+ * windows, ring-buffer wrap-around, 1-4 rows and a softcap; attention cut into pieces and merged
+ * (split decoding) against the f64 softmax; plus the RoPE table against gm_rope. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -112,6 +113,66 @@ static void test_attention(const gm_vec_ops *ops, const char *name) {
     free(scores);
 }
 
+/* Split decoding: a row's positions cut into pieces (one of them empty), each piece's unnormalized
+ * output from the kernel, merged by gm_attention_merge, against the softmax evaluated in f64 over all
+ * positions at once. */
+static void test_attention_pieces(const gm_vec_ops *ops, const char *name) {
+    const size_t H = 256, stride = H;
+    const int slots = 300;
+    float *K = malloc((size_t)slots * stride * 4), *V = malloc((size_t)slots * stride * 4);
+    for (size_t i = 0; i < (size_t)slots * stride; i++) K[i] = rnd_nonzero() * 0.5f, V[i] = rnd_nonzero();
+    float q[4][256], got[4][256];
+    float *scores = malloc(4 * (size_t)slots * 4), *part = malloc(4 * 8 * H * 4);
+    for (int trial = 0; trial < 12; trial++) {
+        int n = 1 + trial % 4, pieces = 1 + trial % 6, len = trial % 3 == 0 ? 7 : 150 + 11 * trial;
+        int first = 250 + 13 * trial, last = first + len - 1; /* past `slots`: the ring wraps */
+        float softcap = trial % 5 == 4 ? 3.0f : 0.0f;
+        for (int i = 0; i < n; i++)
+            for (size_t c = 0; c < H; c++) q[i][c] = rnd_nonzero() * 0.3f;
+        float mx[4][8], sm[4][8];
+        for (int k = 0; k < pieces + 1; k++) { /* piece `pieces` is empty */
+            gm_attn_rows a = {0};
+            float pm[4], ps[4];
+            a.n = n, a.max_out = pm, a.sum_out = ps;
+            for (int i = 0; i < n; i++) {
+                a.q[i] = q[i];
+                a.out[i] = part + ((size_t)i * 8 + (size_t)k) * H;
+                a.first[i] = k < pieces ? first + len * k / pieces : last + 1;
+                a.last[i] = k < pieces ? first + len * (k + 1) / pieces - 1 : last;
+            }
+            ops->attention_rows(&a, K, V, stride, slots, H, softcap, scores);
+            for (int i = 0; i < n; i++) mx[i][k] = pm[i], sm[i][k] = ps[i];
+        }
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            gm_attention_merge(got[i], part + (size_t)i * 8 * H, H, mx[i], sm[i], pieces + 1, H);
+            double p[512], m = -INFINITY, z = 0;
+            for (int s = first; s <= last; s++) {
+                const float *k = K + (size_t)(s % slots) * stride;
+                double dot = 0;
+                for (size_t c = 0; c < H; c++) dot += (double)q[i][c] * k[c];
+                if (softcap > 0) dot = softcap * tanh(dot / softcap);
+                p[s - first] = dot, m = dot > m ? dot : m;
+            }
+            for (int s = 0; s < len; s++) z += (p[s] = exp(p[s] - m));
+            for (size_t c = 0; c < H; c++) {
+                double want = 0, mag = 0;
+                for (int s = 0; s < len; s++) {
+                    double v = V[(size_t)((first + s) % slots) * stride + c];
+                    want += p[s] / z * v, mag += p[s] / z * fabs(v);
+                }
+                bad += !(fabs(got[i][c] - want) <= 2e-6 * mag + 1e-9);
+            }
+        }
+        CHECK(bad == 0, "%s attention in %d pieces, trial %d (%d rows, %d positions): %d values off", name, pieces,
+              trial, n, len, bad);
+    }
+    free(K);
+    free(V);
+    free(scores);
+    free(part);
+}
+
 static void test_rope(void) {
     float inv[128], cs[256], a[256], b[256];
     gm_rope_inv_freq(inv, 256, 10000.0f, 1.0f);
@@ -145,6 +206,7 @@ int main(void) {
         test_rmsnorm(ops, isas[i]);
         test_geglu(ops, isas[i]);
         test_attention(ops, isas[i]);
+        test_attention_pieces(ops, isas[i]);
     }
     printf("op paths tested: %d\n", ran);
     return gm_test_finish();

@@ -24,6 +24,8 @@ static gm_model *load(const char *path, int devices) {
     o.devices = devices;
     o.cache_length = 1024;
     o.use_mpi = false;
+    /* reference_kernel_paths.sh: 2 threads, whose decode splits each token's attention into pieces */
+    if (getenv("GM_TEST_THREADS")) o.threads_per_device = atoi(getenv("GM_TEST_THREADS"));
     o.weight_cache = getenv("GM_TEST_WEIGHT_CACHE"); /* reference_kernel_paths.sh: the weights mapped from a cache */
     o.precision = fast ? GM_PRECISION_FAST : GM_PRECISION_EXACT;
     gm_model *m = NULL;
