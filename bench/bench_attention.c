@@ -20,13 +20,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--positions")) N = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--layers")) L = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--heads")) heads = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: %s [--positions N] [--layers L] [--reps R] [--warm]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--positions N] [--layers L] [--reps R] [--heads 1-4] [--warm]\n", argv[0]);
             return 2;
         }
     }
-    if (N < 1 || L < 1 || reps < 1) {
-        fprintf(stderr, "usage: %s [--positions N] [--layers L] [--reps R] [--warm] (positive numbers)\n", argv[0]);
+    if (N < 1 || L < 1 || reps < 1 || heads < 1 || heads > 4) {
+        fprintf(stderr, "usage: %s [--positions N] [--layers L] [--reps R] [--heads 1-4] [--warm] (positive numbers)\n",
+                argv[0]);
         return 2;
     }
     size_t kv = (size_t)N * H;

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "cli.h"
 #include "kernels/matvec.h"
+#include "kernels/ops.h"
 #include "kernels/packed.h"
 
 /* Which kernels ran: the dispatcher's instruction set, and packed int16 / exact f32 weights. */
@@ -46,21 +47,6 @@ static double kv_read_bytes(const gm_config *c, long pos) {
         b += 2.0 * (double)seen * (double)c->n_kv_heads * (double)c->head_dim * sizeof(float);
     }
     return b;
-}
-
-/* first index of the largest value: a max over 8 independent lanes (vectorizable), then its position */
-static int32_t argmax(const float *x, int n) {
-    float m[8];
-    for (int k = 0; k < 8; k++) m[k] = n > 0 ? x[0] : 0.0f;
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
-    float best = m[0];
-    for (int k = 1; k < 8; k++) best = m[k] > best ? m[k] : best;
-    for (; i < n; i++) best = x[i] > best ? x[i] : best;
-    for (i = 0; i < n; i++)
-        if (x[i] == best) return i;
-    return 0;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -122,7 +108,7 @@ int cmd_bench(int argc, char **argv) {
         if (st != GM_OK) break;
         double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
-        int32_t tok = argmax(logits, V);
+        int32_t tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
         double t_prefill = gm_now_seconds() - t0;
         /* what a user waits for: load, the first session and its prefill, picking the first token */
         if (rep == 0) t_first = gm_now_seconds() - t_start;
@@ -130,7 +116,7 @@ int cmd_bench(int argc, char **argv) {
         t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
-            tok = argmax(logits, V);
+            tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
         }
         double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);

@@ -55,6 +55,7 @@ typedef struct gm_vec_ops {
     void (*geglu)(float *out, const float *gate, const float *up, size_t n);
     void (*attention_rows)(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
+    size_t (*argmax)(const float *x, size_t n);
 } gm_vec_ops;
 
 extern const gm_vec_ops gm_vec_scalar;
@@ -65,6 +66,7 @@ void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float 
 void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n);
 void gm_attention_rows_ref(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
+size_t gm_argmax_f32_ref(const float *x, size_t n);
 
 extern const gm_kernel_ops gm_kernels_scalar;
 extern const gm_kernel_ops gm_kernels_avx2;

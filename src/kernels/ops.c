@@ -133,7 +133,16 @@ void gm_attention_merge(float *out, const float *part, size_t part_stride, const
     }
 }
 
-const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref};
+size_t gm_argmax_f32_ref(const float *x, size_t n) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref, gm_argmax_f32_ref};
+
+size_t gm_argmax_f32(const float *x, size_t n) { return gm_vec_ops_chosen()->argmax(x, n); }
 
 void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps) {
     gm_vec_ops_chosen()->rmsnorm(out, x, w, n, eps);

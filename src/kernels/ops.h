@@ -19,6 +19,9 @@ void gm_rope_inv_freq(float *inv_freq, size_t H, float base, float scale);
 /* x = gelu_tanh(gate) * up, elementwise */
 void gm_geglu(float *out, const float *gate, const float *up, size_t n);
 float gm_dot_f32(const float *a, const float *b, size_t n);
+/* The index of the first largest of x[0..n) (n >= 1), NaNs skipped (NaN at 0: 0), as the loop
+ * `if (x[i] > x[best]) best = i` from best = 0 gives it: greedy decoding over the vocabulary. */
+size_t gm_argmax_f32(const float *x, size_t n);
 /* y += a * x */
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 

@@ -178,4 +178,26 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
     }
 }
 
-const gm_vec_ops gm_vec_avx512 = {rmsnorm_avx512, geglu_avx512, attention_rows_avx512};
+/* Two passes: the largest value (vmaxps keeps the running maximum when x is NaN, so NaNs are skipped),
+ * then the first index holding it; the vocabulary's 1 MiB stays in L2 between them. */
+static size_t argmax_avx512(const float *x, size_t n) {
+    if (n < 32 || x[0] != x[0]) return gm_argmax_f32_ref(x, n);
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+    }
+    float m = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    __m512 mv = _mm512_set1_ps(m);
+    for (i = 0; i + 16 <= n; i += 16) {
+        __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), mv, _CMP_EQ_OQ);
+        if (hit) return i + (size_t)__builtin_ctz(hit);
+    }
+    for (; i < n; i++)
+        if (x[i] == m) break;
+    return i < n ? i : 0; /* not reached: m is one of the values */
+}
+
+const gm_vec_ops gm_vec_avx512 = {rmsnorm_avx512, geglu_avx512, attention_rows_avx512, argmax_avx512};

@@ -7,6 +7,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "kernels/ops.h"
 #include "model/gemma3_constants.h"
 #include "text/utf8.h"
 
@@ -23,13 +24,6 @@ const char *gm_stop_reason_name(gm_stop_reason r) {
     case GM_STOP_CALLBACK: return "callback";
     }
     return "?";
-}
-
-static int32_t argmax(const float *x, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
 }
 
 /* Text already decoded and how much of it the caller has seen. Text is held back while it could
@@ -102,7 +96,7 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         if (V > GEMMA3_END_OF_IMAGE) logits[GEMMA3_START_OF_IMAGE] = logits[GEMMA3_END_OF_IMAGE] = -INFINITY;
         /* embedding rows past the tokenizer's vocabulary (262208 vs 262144 in multimodal checkpoints) */
         for (int i = tok ? gm_tokenizer_vocab_size(tok) : V; i < V; i++) logits[i] = -INFINITY;
-        int32_t id = opt.pick ? opt.pick(opt.pick_ctx, logits, V) : argmax(logits, V);
+        int32_t id = opt.pick ? opt.pick(opt.pick_ctx, logits, V) : (int32_t)gm_argmax_f32(logits, (size_t)V);
         if (id < 0 || id >= V) {
             status = gm_fail(GM_ERR_STATE, "the sampler returned token %d outside the vocabulary", id);
             break;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/status.h"
+#include "kernels/ops.h"
 #include "text/topk.h"
 
 struct gm_sampler {
@@ -147,10 +148,7 @@ static gm_status draw(gm_sampler *s, gm_prng_key cur, size_t vocab, int32_t *id)
     float *x = s->work;
     bool greedy = c->method == GM_SAMPLE_GREEDY || c->temperature == 0.0f;
     if (greedy) { /* jnp.argmax: the first maximum */
-        size_t best = 0;
-        for (size_t i = 1; i < vocab; i++)
-            if (x[i] > x[best]) best = i;
-        *id = (int32_t)best;
+        *id = (int32_t)gm_argmax_f32(x, vocab);
         return GM_OK;
     }
     float t = c->temperature;

@@ -173,6 +173,38 @@ static void test_attention_pieces(const gm_vec_ops *ops, const char *name) {
     free(part);
 }
 
+/* argmax against the first-maximum loop written out here: random values, repeated maxima (the first
+ * wins), -0 beside +0, NaNs (skipped; at index 0: 0), all -inf, every length around the vector widths */
+static size_t first_max(const float *x, size_t n) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static void test_argmax(const gm_vec_ops *ops, const char *name) {
+    enum { MAXN = 1000 };
+    float *x = malloc(MAXN * sizeof *x);
+    int bad = 0, cases = 0;
+    for (size_t n = 1; n <= MAXN; n += n < 70 ? 1 : 37)
+        for (int kind = 0; kind < 6; kind++, cases++) {
+            for (size_t i = 0; i < n; i++) x[i] = kind == 5 ? -INFINITY : rnd_nonzero();
+            size_t a = rnd() % n, b = rnd() % n;
+            if (kind == 1) x[a] = x[b] = 2.0f;                      /* a tie */
+            if (kind == 2) x[a] = NAN, x[b] = 3.0f;                 /* NaN skipped */
+            if (kind == 3) x[0] = NAN, x[b] = 3.0f;                 /* NaN first */
+            if (kind == 4) { /* the largest is zero, +0 at one place and -0 at another: the first wins */
+                for (size_t i = 0; i < n; i++) x[i] = -fabsf(x[i]);
+                x[a] = 0.0f, x[b] = -0.0f;
+            }
+            if (kind == 5 && n > 3) x[n / 2] = NAN;
+            size_t want = first_max(x, n), got = ops->argmax(x, n);
+            if (got != want && bad++ < 5) printf("%s argmax n=%zu kind %d: %zu, want %zu\n", name, n, kind, got, want);
+        }
+    CHECK(bad == 0, "%s argmax: %d of %d cases differ", name, bad, cases);
+    free(x);
+}
+
 static void test_rope(void) {
     float inv[128], cs[256], a[256], b[256];
     gm_rope_inv_freq(inv, 256, 10000.0f, 1.0f);
@@ -207,6 +239,7 @@ int main(void) {
         test_geglu(ops, isas[i]);
         test_attention(ops, isas[i]);
         test_attention_pieces(ops, isas[i]);
+        test_argmax(ops, isas[i]);
     }
     printf("op paths tested: %d\n", ran);
     return gm_test_finish();
