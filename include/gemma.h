@@ -117,6 +117,12 @@ typedef enum gm_sharding {
  * (docs/CORRECTNESS.md). Kernels without int8 / bf16 products (AVX2, scalar, AMX) stay exact. */
 typedef enum gm_precision { GM_PRECISION_EXACT = 0, GM_PRECISION_FAST } gm_precision;
 
+/* The KV cache's values. AUTO (default): f32 with EXACT precision, f16 with FAST (llama.cpp's default
+ * cache type). F16 halves the cache's memory and what attention reads per token; on its own it moves
+ * the real 270M's logits by up to 6e-4 of the largest (within the 1e-3 reference tolerance, but some
+ * near-tied top-10 ids swap), so exact mode keeps f32 unless asked. */
+typedef enum gm_kv_type { GM_KV_AUTO = 0, GM_KV_F32, GM_KV_F16 } gm_kv_type;
+
 typedef struct gm_load_options {
     int devices;              /* in-process devices of this process (threads that own shards); default 1 */
     int threads_per_device;   /* worker threads inside each device; default 1 */
@@ -124,6 +130,7 @@ typedef struct gm_load_options {
     int cache_length;         /* KV cache positions per session; default 4096 */
     bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
     gm_precision precision;   /* default GM_PRECISION_EXACT */
+    gm_kv_type kv_type;       /* default GM_KV_AUTO */
     /* A directory for the weight cache (NULL: none): each device's packed matrices are written there
      * once (one file per model, sharding and device) and later loads map them from the page cache
      * instead of reading and packing the model file again: the 270M loads in ~60 ms instead of
@@ -156,6 +163,8 @@ gm_comm_counters gm_model_comm_counters(const gm_model *m);
  * from the cache), "written" (packed from the model and saved) or "unwritten" (packed, not saved). */
 const char *gm_model_weight_cache(const gm_model *m);
 void gm_model_reset_comm_counters(gm_model *m);
+/* The KV cache type sessions of this model use (GM_KV_F32 or GM_KV_F16: AUTO resolved). */
+gm_kv_type gm_model_kv_type(const gm_model *m);
 
 /* ---------------------------------------------------------------- sessions: KV cache + forward */
 

@@ -32,19 +32,19 @@ static const char *HELP_TAIL =
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms (best prefill),\n"
     "                         load_ms, first_token_ms (load + first prefill), weight_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
-    "                         sharding, kernels, precision\n"
+    "                         sharding, kernels, precision, kv_cache\n"
     "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
     "tied embedding as the output projection; in the packed layout the kernels read, see\n"
     "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
 
 /* Bytes of K and V that attention reads for one token at position pos, all layers (every device
- * computes every head, so each reads the whole cache). */
-static double kv_read_bytes(const gm_config *c, long pos) {
+ * computes every head, so each reads the whole cache); `elem` bytes per value (f32 or f16). */
+static double kv_read_bytes(const gm_config *c, long pos, double elem) {
     double b = 0;
     for (int l = 0; l < c->n_layers; l++) {
         long seen = pos + 1;
         if (!c->layer_is_global[l] && c->sliding_window > 0 && seen > c->sliding_window) seen = c->sliding_window;
-        b += 2.0 * (double)seen * (double)c->n_kv_heads * (double)c->head_dim * sizeof(float);
+        b += 2.0 * (double)seen * (double)c->n_kv_heads * (double)c->head_dim * elem;
     }
     return b;
 }
@@ -139,7 +139,8 @@ int cmd_bench(int argc, char **argv) {
         int ndev = gm_model_devices(m) / gm_model_ranks(m);
         bool replicated = mf.load.sharding == GM_SHARDING_REPLICATED || gm_model_devices(m) == 1;
         if (replicated && ndev > 1) wbytes /= ndev;
-        for (long g = 0; g < G; g++) kvb += kv_read_bytes(c, P + g) / (double)G;
+        double kv_elem = gm_model_kv_type(m) == GM_KV_F16 ? 2.0 : 4.0;
+        for (long g = 0; g < G; g++) kvb += kv_read_bytes(c, P + g, kv_elem) / (double)G;
         double read_per_tok = wbytes + kvb * ndev;
         const char *sh = mf.load.sharding == GM_SHARDING_TP ? "tp" : mf.load.sharding == GM_SHARDING_REPLICATED ? "replicated"
                          : gm_model_devices(m) > 1 ? "fsdp" : "replicated";
@@ -166,6 +167,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddStringToObject(o, "sharding", sh);
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
+            cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
             char *out = cJSON_PrintUnformatted(o);
             puts(out);
             free(out);
@@ -183,8 +185,8 @@ int cmd_bench(int argc, char **argv) {
                    gm_model_activation_bytes(m) / 1048576.0);
             printf("reads        %.1f MB per decoded token (weights %.1f MB, KV cache %.2f MB); %.1f GB/s at this decode speed\n",
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
-            printf("kernels      %s, precision %s\n", cli_kernels_desc(),
-                   mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
+            printf("kernels      %s, precision %s, KV cache %s\n", cli_kernels_desc(),
+                   mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
                    comm_per_tok, comm_s_per_tok * 1000);
         }

@@ -53,7 +53,7 @@ struct gm_attn_rows;
 typedef struct gm_vec_ops {
     void (*rmsnorm)(float *out, const float *x, const float *w, size_t n, float eps);
     void (*geglu)(float *out, const float *gate, const float *up, size_t n);
-    void (*attention_rows)(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+    void (*attention_rows)(const struct gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
     size_t (*argmax)(const float *x, size_t n);
 } gm_vec_ops;
@@ -64,7 +64,7 @@ const gm_vec_ops *gm_vec_lookup(const char *isa);
 const gm_vec_ops *gm_vec_ops_chosen(void);
 void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps);
 void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n);
-void gm_attention_rows_ref(const struct gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
+void gm_attention_rows_ref(const struct gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
 size_t gm_argmax_f32_ref(const float *x, size_t n);
 

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "kernels/kernels_internal.h"
+#include "kernels/matvec.h"
 
 void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps) {
     double ss = 0; /* double: the sum over 5376 squares must not depend on summation order much */
@@ -81,7 +82,25 @@ void gm_axpy_f32(float *y, float a, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-void gm_attention_rows_ref(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+/* q . (key row s) and y += w (value row s), the row f32 or f16 */
+static float dot_kv(const float *q, const void *K, size_t off, bool f16, size_t H) {
+    if (!f16) return gm_dot_f32(q, (const float *)K + off, H);
+    const uint16_t *k = (const uint16_t *)K + off;
+    float s = 0;
+    for (size_t c = 0; c < H; c++) s += q[c] * gm_f16_to_f32(k[c]);
+    return s;
+}
+
+static void axpy_kv(float *y, float w, const void *V, size_t off, bool f16, size_t H) {
+    if (!f16) {
+        gm_axpy_f32(y, w, (const float *)V + off, H);
+        return;
+    }
+    const uint16_t *v = (const uint16_t *)V + off;
+    for (size_t c = 0; c < H; c++) y[c] += w * gm_f16_to_f32(v[c]);
+}
+
+void gm_attention_rows_ref(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots, size_t H,
                            float softcap, float *scores) {
     int lo = a->first[0], hi = a->last[0];
     for (int i = 1; i < a->n; i++) {
@@ -93,7 +112,7 @@ void gm_attention_rows_ref(const gm_attn_rows *a, const float *K, const float *V
         float *sc = scores + (size_t)i * len; /* sc[s - lo] for s in [first, last] */
         float mx = -INFINITY;
         for (int s = a->first[i]; s <= a->last[i]; s++) {
-            float v = gm_dot_f32(a->q[i], K + (size_t)(s % slots) * stride, H);
+            float v = dot_kv(a->q[i], K, (size_t)(s % slots) * stride, a->kv_f16, H);
             if (softcap > 0) v = softcap * tanhf(v / softcap);
             sc[s - lo] = v;
             if (v > mx) mx = v;
@@ -112,7 +131,7 @@ void gm_attention_rows_ref(const gm_attn_rows *a, const float *K, const float *V
         }
         for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
         for (int s = a->first[i]; s <= a->last[i]; s++)
-            gm_axpy_f32(a->out[i], sc[s - lo] * inv, V + (size_t)(s % slots) * stride, H);
+            axpy_kv(a->out[i], sc[s - lo] * inv, V, (size_t)(s % slots) * stride, a->kv_f16, H);
     }
 }
 
@@ -150,7 +169,7 @@ void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps)
 
 void gm_geglu(float *out, const float *gate, const float *up, size_t n) { gm_vec_ops_chosen()->geglu(out, gate, up, n); }
 
-void gm_attention_rows(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+void gm_attention_rows(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots, size_t H,
                        float softcap, float *scores) {
     if (a->n < 1) return;
     gm_vec_ops_chosen()->attention_rows(a, K, V, stride, slots, H, softcap, scores);

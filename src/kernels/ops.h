@@ -4,6 +4,7 @@
 #ifndef GM_KERNELS_OPS_H
 #define GM_KERNELS_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]  (w already holds 1 + scale) ; out may alias x */
@@ -26,7 +27,7 @@ size_t gm_argmax_f32(const float *x, size_t n);
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 
 /* Attention of up to 4 query rows that share one kv head: row i sees positions [first[i], last[i]];
- * position s's key is at K + (s % slots) * stride (values likewise). Row i's output
+ * position s's key is at K + (s % slots) * stride elements (values likewise), f32 or f16 (kv_f16). Row i's output
  * out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min first + 1)
  * floats of scratch. Queries are already scaled.
  *
@@ -41,8 +42,9 @@ typedef struct gm_attn_rows {
     float *out[4];
     int first[4], last[4];
     float *max_out, *sum_out; /* [n], or NULL for normalized outputs */
+    bool kv_f16;              /* K and V hold IEEE half values (--precision fast), else f32 */
 } gm_attn_rows;
-void gm_attention_rows(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots, size_t H,
+void gm_attention_rows(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots, size_t H,
                        float softcap, float *scores);
 /* out[H] = the softmax-weighted sum of one row from the unnormalized outputs of its n pieces
  * (part + i * part_stride, with max_out and sum_out as gm_attention_rows left them). */

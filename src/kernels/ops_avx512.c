@@ -73,12 +73,16 @@ GM_AI size_t next_slot(size_t slot, int slots) { return slot + 1 == (size_t)slot
 
 /* Rows share each key and value load: scores for all rows at a position, then softmax per row,
  * then the value sum 64 columns at a time with every row's accumulators in registers. */
-static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const float *V, size_t stride, int slots,
-                                  size_t H, float softcap, float *scores) {
-    if (H % 64 || a->n > 4) {
-        gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
-        return;
-    }
+/* 16 cache values from element j of a row, as f32 */
+GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + j)))
+               : _mm512_loadu_ps((const float *)row + j);
+}
+
+GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
+                            float softcap, float *scores, const bool f16) {
+    const size_t es = f16 ? 2 : 4; /* bytes per cache element */
+    const char *K = Kv, *V = Vv;
     const int n = a->n;
     int lo = a->first[0], hi = a->last[0];
     for (int i = 1; i < n; i++) {
@@ -99,11 +103,11 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
     /* slot = s % slots, stepped without a division */
     size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + 2) % (size_t)slots;
     for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
-        const float *k = K + slot * stride;
-        _mm_prefetch((const char *)(K + ahead * stride), _MM_HINT_T0);
+        const char *k = K + slot * stride * es;
+        _mm_prefetch(K + ahead * stride * es, _MM_HINT_T0);
         __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
         for (size_t j = 0; j < H; j += 16) {
-            __m512 kv = _mm512_loadu_ps(k + j);
+            __m512 kv = kv16(k, j, f16);
             c0 = _mm512_fmadd_ps(_mm512_loadu_ps(q[0] + j), kv, c0);
             c1 = _mm512_fmadd_ps(_mm512_loadu_ps(q[1] + j), kv, c1);
             c2 = _mm512_fmadd_ps(_mm512_loadu_ps(q[2] + j), kv, c2);
@@ -160,9 +164,8 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
             for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
         size_t vslot = (size_t)lo % (size_t)slots;
         for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots)) {
-            const float *v = V + vslot * stride + c;
-            __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), v2 = _mm512_loadu_ps(v + 32),
-                   v3 = _mm512_loadu_ps(v + 48);
+            const char *v = V + vslot * stride * es;
+            __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16), v3 = kv16(v, c + 48, f16);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 if (i >= n) break;
@@ -176,6 +179,13 @@ static void attention_rows_avx512(const gm_attn_rows *a, const float *K, const f
         for (int i = 0; i < n; i++)
             for (int j = 0; j < 4; j++) _mm512_storeu_ps(a->out[i] + c + 16 * j, acc[i][j]);
     }
+}
+
+static void attention_rows_avx512(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
+                                  size_t H, float softcap, float *scores) {
+    if (H % 64 || a->n > 4) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+    else if (a->kv_f16) attention_rows_t(a, K, V, stride, slots, H, softcap, scores, true);
+    else attention_rows_t(a, K, V, stride, slots, H, softcap, scores, false);
 }
 
 /* Two passes: the largest value (vmaxps keeps the running maximum when x is NaN, so NaNs are skipped),

@@ -118,7 +118,7 @@ static void batch_worker(void *ctx, int local, int n_local) {
         gm_sampler_config sc = j->opt.sampling;
         sc.seed += (int64_t)row;
         if (!s->gen) st = gm_fail(GM_ERR_NOMEM, "out of memory");
-        if (st == GM_OK) st = gm_kv_cache_init(&s->kv, &m->cfg, m->opt.cache_length);
+        if (st == GM_OK) st = gm_kv_cache_init(&s->kv, &m->cfg, m->opt.cache_length, gm_model_kv_f16(m));
         if (st == GM_OK) st = gm_sampler_create(&sc, forbidden, V > GEMMA3_END_OF_IMAGE ? 2 : 0, &s->sampler);
     }
     /* a device that could not set up still joins the steps with no tokens, so nobody waits */

@@ -99,30 +99,41 @@ static int kv_slots(const gm_config *cfg, int l, int cache_length) {
     return cache_length;
 }
 
-gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length) {
+gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length, bool f16) {
     memset(kv, 0, sizeof *kv);
+    kv->f16 = f16;
     kv->layers = calloc((size_t)cfg->n_layers, sizeof *kv->layers);
     if (!kv->layers) return gm_fail(GM_ERR_NOMEM, "out of memory for the KV cache");
-    size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim;
+    size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim, es = f16 ? 2 : sizeof(float);
     uint64_t need = 0; /* the whole cache, for the message if an allocation fails */
-    for (int l = 0; l < cfg->n_layers; l++) need += 2 * (uint64_t)kv_slots(cfg, l, cache_length) * KH * sizeof(float);
+    for (int l = 0; l < cfg->n_layers; l++) need += 2 * (uint64_t)kv_slots(cfg, l, cache_length) * KH * es;
     for (int l = 0; l < cfg->n_layers; l++) {
         int slots = kv_slots(cfg, l, cache_length);
         gm_kv_layer *L = &kv->layers[l];
         L->slots = slots;
-        L->k = malloc((size_t)slots * KH * sizeof(float));
-        L->v = malloc((size_t)slots * KH * sizeof(float));
+        L->k = malloc((size_t)slots * KH * es);
+        L->v = malloc((size_t)slots * KH * es);
         if (!L->k || !L->v) {
             gm_kv_cache_free(kv, cfg->n_layers);
             return gm_fail(GM_ERR_NOMEM,
                            "out of memory: cannot allocate the KV cache (%zu bytes for layer %d; %llu bytes (%.1f MiB) "
                            "for all %d layers at --cache-length %d): lower --cache-length",
-                           2 * (size_t)slots * KH * sizeof(float), l, (unsigned long long)need, need / 1048576.0,
-                           cfg->n_layers, cache_length);
+                           2 * (size_t)slots * KH * es, l, (unsigned long long)need, need / 1048576.0, cfg->n_layers,
+                           cache_length);
         }
-        kv->bytes += 2 * (uint64_t)slots * KH * sizeof(float);
+        kv->bytes += 2 * (uint64_t)slots * KH * es;
     }
     return GM_OK;
+}
+
+/* Store one token's keys or values (KH f32) at slot `slot` of a cache layer's k or v. */
+static void kv_store(void *base, bool f16, int slot, const float *x, size_t KH) {
+    if (!f16) {
+        memcpy((float *)base + (size_t)slot * KH, x, KH * sizeof(float));
+        return;
+    }
+    uint16_t *h = (uint16_t *)base + (size_t)slot * KH;
+    for (size_t i = 0; i < KH; i++) h[i] = gm_f32_to_f16(x[i]);
 }
 
 void gm_kv_cache_free(gm_kv_cache *kv, int n_layers) {
@@ -395,7 +406,9 @@ static void attn_chunk(void *ctx, int chunk, int slot) {
         a.last[a.n] = last;
         a.n++;
     }
-    gm_attention_rows(&a, L->k + (size_t)kvh * (size_t)H, L->v + (size_t)kvh * (size_t)H, KH, L->slots, (size_t)H,
+    size_t head = (size_t)kvh * (size_t)H * (j->d->tok_kv[t]->f16 ? 2 : sizeof(float)); /* bytes to this kv head */
+    a.kv_f16 = j->d->tok_kv[t]->f16;
+    gm_attention_rows(&a, (const char *)L->k + head, (const char *)L->v + head, KH, L->slots, (size_t)H,
                       c->attn_softcap, scores);
     for (int i = 0; a.max_out && i < a.n; i++) {
         size_t o = (size_t)(h0 + i) * (size_t)j->pieces + (size_t)piece;
@@ -517,14 +530,13 @@ static gm_status layer_forward(gm_device *d, int l, int T) {
             gm_rope_apply(q, H, cs);
             for (size_t i = 0; i < H; i++) q[i] *= c->query_scale;
         }
-        float *kslot = L->k + (size_t)(p % L->slots) * KH, *vslot = L->v + (size_t)(p % L->slots) * KH;
         for (size_t h = 0; h < K; h++) {
             float *k = d->k + t * KH + h * H;
             gm_rmsnorm(k, k, W->k_norm, H, c->rms_eps);
             gm_rope_apply(k, H, cs);
         }
-        memcpy(kslot, d->k + t * KH, KH * sizeof(float));
-        memcpy(vslot, d->v + t * KH, KH * sizeof(float));
+        kv_store(L->k, d->tok_kv[t]->f16, p % L->slots, d->k + t * KH, KH);
+        kv_store(L->v, d->tok_kv[t]->f16, p % L->slots, d->v + t * KH, KH);
     }
     attention(d, l, T);
     GM_TRY(proj(d, &W->o, d->att, T, d->y));

@@ -12,13 +12,14 @@
 #define GM_ATTN_PIECES_MAX 16 /* split decoding: pieces of one token's positions */
 
 typedef struct gm_kv_layer {
-    float *k, *v;  /* [slots][K*H] */
+    void *k, *v;   /* [slots][K*H] f32, or IEEE half in an f16 cache */
     int slots;     /* cache_length for global layers, min(cache_length, window + chunk) for local ones */
 } gm_kv_layer;
 
 typedef struct gm_kv_cache {
     gm_kv_layer *layers; /* [n_layers] */
     uint64_t bytes;
+    bool f16;            /* keys and values rounded to half precision (--precision fast, as llama.cpp) */
 } gm_kv_cache;
 
 typedef struct gm_device {
@@ -61,7 +62,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
                          int threads, int cache_length);
 void gm_device_free(gm_device *d);
 
-gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length);
+gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length, bool f16);
 void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
 
 /* Run tokens [T] at positions pos0.. through the model on this device. logits_last [V] and/or

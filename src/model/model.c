@@ -114,9 +114,9 @@ static gm_status check_tokenizer(gm_model *m, const char *path) {
 /* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
 static gm_status check_ranks_agree(gm_model *m) {
     if (m->n_ranks == 1) return GM_OK;
-    uint64_t digest[5] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
-                          (uint64_t)m->opt.cache_length, (uint64_t)m->opt.precision};
-    uint64_t root[5];
+    uint64_t digest[6] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
+                          (uint64_t)m->opt.cache_length, (uint64_t)m->opt.precision, (uint64_t)gm_model_kv_type(m)};
+    uint64_t root[6];
     memcpy(root, digest, sizeof root);
     GM_TRY(gm_mpi_broadcast(root, sizeof root));
     float mismatch = memcmp(root, digest, sizeof root) != 0 ? 1.0f : 0.0f;
@@ -125,12 +125,12 @@ static gm_status check_ranks_agree(gm_model *m) {
     if (mine > 0)
         return gm_fail(GM_ERR_ARG,
                        "rank %d: model file or flags differ from rank 0 (file fingerprint %016llx vs %016llx, devices "
-                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu, precision %llu vs %llu); every rank "
-                       "must run the same command on the same file",
+                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu, precision %llu vs %llu, kv cache type "
+                       "%llu vs %llu); every rank must run the same command on the same file",
                        m->rank, (unsigned long long)digest[0], (unsigned long long)root[0], (unsigned long long)digest[1],
                        (unsigned long long)root[1], (unsigned long long)digest[2], (unsigned long long)root[2],
                        (unsigned long long)digest[3], (unsigned long long)root[3], (unsigned long long)digest[4],
-                       (unsigned long long)root[4]);
+                       (unsigned long long)root[4], (unsigned long long)digest[5], (unsigned long long)root[5]);
     if (mismatch > 0)
         return gm_fail(GM_ERR_ARG, "rank %d: another rank runs a different model file or different flags; refusing to start",
                        m->rank);
@@ -166,6 +166,8 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         return gm_fail(GM_ERR_ARG, "--cache-length %d: must be between 1 and %d", opt.cache_length, 1 << 20);
     if (opt.precision != GM_PRECISION_EXACT && opt.precision != GM_PRECISION_FAST)
         return gm_fail(GM_ERR_ARG, "precision %d: must be GM_PRECISION_EXACT or GM_PRECISION_FAST", (int)opt.precision);
+    if (opt.kv_type != GM_KV_AUTO && opt.kv_type != GM_KV_F32 && opt.kv_type != GM_KV_F16)
+        return gm_fail(GM_ERR_ARG, "kv_type %d: must be GM_KV_AUTO, GM_KV_F32 or GM_KV_F16", (int)opt.kv_type);
     gm_model *m = calloc(1, sizeof *m);
     if (!m) return gm_fail(GM_ERR_NOMEM, "out of memory");
     m->opt = opt;
@@ -247,6 +249,11 @@ void gm_model_free(gm_model *m) {
 
 const gm_config *gm_model_config(const gm_model *m) { return &m->cfg; }
 const gm_tokenizer *gm_model_tokenizer(const gm_model *m) { return m->tok; }
+gm_kv_type gm_model_kv_type(const gm_model *m) {
+    if (m->opt.kv_type != GM_KV_AUTO) return m->opt.kv_type;
+    return m->opt.precision == GM_PRECISION_FAST ? GM_KV_F16 : GM_KV_F32;
+}
+
 const char *gm_model_weight_cache(const gm_model *m) { return m->weight_cache ? m->weight_cache : "off"; }
 int gm_model_devices(const gm_model *m) { return m->n_local * m->n_ranks; }
 int gm_model_rank(const gm_model *m) { return m->rank; }

@@ -37,6 +37,9 @@ typedef struct gm_cmd {
     int32_t op, session, n, pos0, want_all, want_last;
 } gm_cmd;
 
+/* Whether this model's KV caches hold half-precision keys and values (gm_model_kv_type). */
+static inline bool gm_model_kv_f16(const gm_model *m) { return gm_model_kv_type(m) == GM_KV_F16; }
+
 gm_status gm_model_send_cmd(gm_model *m, const gm_cmd *cmd, const int32_t *tokens);
 gm_status gm_session_create_local(gm_model *m, int id, gm_session **out);
 void gm_session_destroy_local(gm_session *s);

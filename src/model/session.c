@@ -27,7 +27,7 @@ gm_status gm_session_create_local(gm_model *m, int id, gm_session **out) {
         return gm_fail(GM_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < m->n_local; i++) {
-        gm_status st = gm_kv_cache_init(&s->kv[i], &m->cfg, m->opt.cache_length);
+        gm_status st = gm_kv_cache_init(&s->kv[i], &m->cfg, m->opt.cache_length, gm_model_kv_f16(m));
         if (st != GM_OK) {
             gm_session_destroy_local(s);
             return st;

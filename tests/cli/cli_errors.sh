@@ -23,6 +23,8 @@ expect 2 "top-p"                   -- "$GM_CLI" generate -m "$M" --top-p 1.5 "hi
 expect 2 "top-k"                   -- "$GM_CLI" generate -m "$M" --top-k 0 "hi"
 expect 2 "sampling"                -- "$GM_CLI" generate -m "$M" --sampling nucleus "hi"
 expect 2 "devices"                 -- "$GM_CLI" generate -m "$M" --devices 0 "hi"
+expect 2 "kv-cache wants f32 or f16" -- "$GM_CLI" generate -m "$M" --kv-cache f8 "hi"
+expect 2 "kv-cache wants f32 or f16" -- "$GM_CLI" logits -m "$M" --kv-cache
 expect 2 "no model"                -- "$GM_CLI" generate "hi"
 expect 1 "no such file"            -- "$GM_CLI" generate -m "$T/missing.gguf" "hi"
 for i in $(seq 200); do echo "this is a text file, not a model"; done > "$T/text.gguf"

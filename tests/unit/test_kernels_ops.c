@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/kernels_internal.h"
+#include "kernels/matvec.h"
 #include "kernels/ops.h"
 #include "test_util.h"
 
@@ -79,11 +80,15 @@ static void test_attention(const gm_vec_ops *ops, const char *name) {
     const size_t H = 256, KV = 2, stride = KV * H;
     const int slots = 40;
     float *K = malloc((size_t)slots * stride * 4), *V = malloc((size_t)slots * stride * 4);
-    for (size_t i = 0; i < (size_t)slots * stride; i++) K[i] = rnd_nonzero() * 0.5f, V[i] = rnd_nonzero();
-    float q[4][256], want[4][256], got[4][256];
+    uint16_t *K16 = malloc((size_t)slots * stride * 2), *V16 = malloc((size_t)slots * stride * 2);
+    for (size_t i = 0; i < (size_t)slots * stride; i++) {
+        K16[i] = gm_f32_to_f16(rnd_nonzero() * 0.5f), V16[i] = gm_f32_to_f16(rnd_nonzero());
+        K[i] = gm_f16_to_f32(K16[i]), V[i] = gm_f16_to_f32(V16[i]); /* the same values in both caches */
+    }
+    float q[4][256], want[4][256], got[4][256], got16[4][256];
     float *scores = malloc(4 * 64 * 4);
     for (int trial = 0; trial < 24; trial++) {
-        gm_attn_rows a = {0}, b;
+        gm_attn_rows a = {0}, b, c;
         a.n = 1 + trial % 4;
         int base = 30 + trial * 3; /* positions past `slots`: the ring wraps */
         for (int i = 0; i < a.n; i++) {
@@ -95,21 +100,32 @@ static void test_attention(const gm_vec_ops *ops, const char *name) {
         float softcap = trial % 5 == 4 ? 3.0f : 0.0f;
         b = a;
         for (int i = 0; i < a.n; i++) a.out[i] = want[i], b.out[i] = got[i];
+        c = b;
+        for (int i = 0; i < a.n; i++) c.out[i] = got16[i];
+        c.kv_f16 = true;
         const float *Kh = K + H * (size_t)(trial & 1), *Vh = V + H * (size_t)(trial & 1);
         gm_attention_rows_ref(&a, Kh, Vh, stride, slots, H, softcap, scores);
         memset(got, 0, sizeof got);
         ops->attention_rows(&b, Kh, Vh, stride, slots, H, softcap, scores);
-        int bad = 0;
+        /* the f16 cache holding the same values */
+        memset(got16, 0, sizeof got16);
+        ops->attention_rows(&c, K16 + H * (size_t)(trial & 1), V16 + H * (size_t)(trial & 1), stride, slots, H, softcap,
+                            scores);
+        int bad = 0, bad16 = 0;
         for (int i = 0; i < a.n; i++)
-            for (size_t c = 0; c < H; c++) {
+            for (size_t col = 0; col < H; col++) {
                 double mag = 0;
-                for (int s = a.first[i]; s <= a.last[i]; s++) mag += fabs(Vh[(size_t)(s % slots) * stride + c]);
-                bad += !(fabs(got[i][c] - want[i][c]) <= 1e-5 * mag);
+                for (int s = a.first[i]; s <= a.last[i]; s++) mag += fabs(Vh[(size_t)(s % slots) * stride + col]);
+                bad += !(fabs(got[i][col] - want[i][col]) <= 1e-5 * mag);
+                bad16 += !(fabs(got16[i][col] - want[i][col]) <= 1e-5 * mag);
             }
         CHECK(bad == 0, "%s attention trial %d (%d rows): %d values off", name, trial, a.n, bad);
+        CHECK(bad16 == 0, "%s attention on an f16 cache, trial %d (%d rows): %d values off", name, trial, a.n, bad16);
     }
     free(K);
     free(V);
+    free(K16);
+    free(V16);
     free(scores);
 }
 
