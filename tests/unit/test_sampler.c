@@ -136,6 +136,11 @@ static void test_topk_indices(void) {
           idx[6], idx[7]);
 }
 
+static int desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
 static void test_top_p_cutoff(void) {
     float scratch[8];
     /* probabilities 0.5, 0.3, 0.2 (as logits): p = 0.6 keeps the first two, p = 0.85 all three. */
@@ -147,6 +152,38 @@ static void test_top_p_cutoff(void) {
     CHECK(gm_top_p_cutoff(eq, 4, 0.3f, scratch) == 1.0f, "equal logits are all kept (none strictly below)");
     float f[3] = {-INFINITY, 2.0f, -INFINITY};
     CHECK(gm_top_p_cutoff(f, 3, 0.9f, scratch) == 2.0f, "-inf entries are never the cutoff");
+    /* 20000 logits spread over distances from 0 to ~10^5 from the max (some -inf): the cutoff equals
+     * the brute-force one (sort everything, first sorted value where the cumulative softmax reaches p) */
+    enum { N = 20000 };
+    float *v = malloc(N * sizeof *v), *sorted = malloc(N * sizeof *sorted), *sc = malloc(N * sizeof *sc);
+    uint32_t r = 12345;
+    int bad = 0, cases = 0;
+    for (int spread = 0; spread < 4; spread++)
+        for (int k = 0; k < 6; k++, cases++) {
+            static const float ps[6] = {0.05f, 0.3f, 0.6f, 0.9f, 0.95f, 0.999f};
+            static const float scale[4] = {0.5f, 4.0f, 30.0f, 1e5f};
+            for (int i = 0; i < N; i++) {
+                r = r * 1664525u + 1013904223u;
+                v[i] = (float)(r >> 8) / 16777216.0f * scale[spread] * (i % 3 ? 1.0f : 0.1f);
+                if (i % 997 == 5) v[i] = -INFINITY;
+            }
+            memcpy(sorted, v, sizeof *v * N);
+            qsort(sorted, N, sizeof *sorted, desc);
+            double sum = 0, cum = 0;
+            for (int i = 0; i < N; i++) sum += exp((double)v[i] - (double)sorted[0]);
+            float want = -INFINITY;
+            for (int i = 0; i < N; i++) {
+                cum += exp((double)sorted[i] - (double)sorted[0]) / sum;
+                if (!(cum < (double)ps[k])) {
+                    want = sorted[i];
+                    break;
+                }
+            }
+            float got = gm_top_p_cutoff(v, N, ps[k], sc);
+            if (got != want && bad++ < 4) printf("top-p spread %g p %g: cutoff %g, brute force %g\n", scale[spread], ps[k], got, want);
+        }
+    CHECK(bad == 0, "top-p cutoff equals the brute-force one in %d of %d cases", cases - bad, cases);
+    free(v), free(sorted), free(sc);
 }
 
 static gm_status make(gm_sample_method m, float t, int k, float p, gm_sampler **s) {
