@@ -27,9 +27,9 @@ size_t gm_argmax_f32(const float *x, size_t n);
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 
 /* Attention of up to 4 query rows that share one kv head: row i sees positions [first[i], last[i]];
- * position s's key is at K + (s % slots) * stride elements (values likewise), f32 or f16 (kv_f16). Row i's output
- * out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min first + 1)
- * floats of scratch. Queries are already scaled.
+ * position s's key is at K + (s % slots) * stride elements (values likewise), f32 or f16 (kv_f16).
+ * Row i's output out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min
+ * first + 1) floats of scratch. Queries are already scaled.
  *
  * A piece of a row's positions (split decoding: threads take pieces of one long row, each reading its
  * part of the cache once): with max_out and sum_out set, row i's output is left unnormalized,

@@ -71,13 +71,14 @@ GM_AI __m128 hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
 /* the cache slot after `slot` in a ring of `slots` */
 GM_AI size_t next_slot(size_t slot, int slots) { return slot + 1 == (size_t)slots ? 0 : slot + 1; }
 
-/* Rows share each key and value load: scores for all rows at a position, then softmax per row,
- * then the value sum 64 columns at a time with every row's accumulators in registers. */
 /* 16 cache values from element j of a row, as f32 */
 GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
     return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + j)))
                : _mm512_loadu_ps((const float *)row + j);
 }
+
+/* Rows share each key and value load: scores for all rows at a position, then softmax per row,
+ * then the value sum 64 columns at a time with every row's accumulators in registers. */
 
 GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
                             float softcap, float *scores, const bool f16) {
@@ -165,7 +166,8 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
         size_t vslot = (size_t)lo % (size_t)slots;
         for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots)) {
             const char *v = V + vslot * stride * es;
-            __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16), v3 = kv16(v, c + 48, f16);
+            __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16),
+                   v3 = kv16(v, c + 48, f16);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 if (i >= n) break;
