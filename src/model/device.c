@@ -371,6 +371,11 @@ typedef struct attn_job {
     int pieces;  /* > 1: one token, its positions cut into this many pieces (split decoding) */
 } attn_job;
 
+/* The first position a token at position p attends to: 0, or the start of a local layer's window. */
+static int attn_first(const gm_config *c, bool global, int p) {
+    return !global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0 ? p - c->sliding_window + 1 : 0;
+}
+
 /* Chunk = (token t, kv head, run of up to `rows` of its query heads, piece of the positions): the heads
  * of a run share every key and value read of that token's cache. With one piece the outputs are final;
  * with several (T = 1) each chunk reads only its piece of the cache and leaves unnormalized outputs in
@@ -388,8 +393,7 @@ static void attn_chunk(void *ctx, int chunk, int slot) {
     int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
     int p = j->d->tok_pos[t];
     const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
-    int first = 0, last = p;
-    if (!j->global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0) first = p - c->sliding_window + 1;
+    int first = attn_first(c, j->global, p), last = p;
     gm_attn_rows a = {0};
     float mx[4], sm[4]; /* a piece's per-row max and sum, scattered to attn_max / attn_sum below */
     if (j->pieces > 1) { /* positions [first + span * piece / pieces, ...) */
@@ -406,8 +410,8 @@ static void attn_chunk(void *ctx, int chunk, int slot) {
         a.last[a.n] = last;
         a.n++;
     }
-    size_t head = (size_t)kvh * (size_t)H * (j->d->tok_kv[t]->f16 ? 2 : sizeof(float)); /* bytes to this kv head */
     a.kv_f16 = j->d->tok_kv[t]->f16;
+    size_t head = (size_t)kvh * (size_t)H * (a.kv_f16 ? 2 : sizeof(float)); /* bytes to this kv head */
     gm_attention_rows(&a, (const char *)L->k + head, (const char *)L->v + head, KH, L->slots, (size_t)H,
                       c->attn_softcap, scores);
     for (int i = 0; a.max_out && i < a.n; i++) {
@@ -435,8 +439,7 @@ static void attention(gm_device *d, int l, int T) {
     int threads = gm_pool_size(d->pool), rows = (T * N + threads - 1) / threads;
     rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
     attn_job aj = {d, l, global, T, rows < G ? rows : G, 1};
-    int p = d->tok_pos[0], span = p + 1;
-    if (!global && c->sliding_window > 0 && span > c->sliding_window) span = c->sliding_window;
+    int span = d->tok_pos[0] - attn_first(c, global, d->tok_pos[0]) + 1; /* token 0's positions (T = 1) */
     int run4 = G < 4 ? G : 4;
     aj.pieces = attn_pieces(d, T, K * ((G + run4 - 1) / run4), span);
     if (aj.pieces > 1) aj.rows = run4; /* every head of a run shares its piece's reads */
