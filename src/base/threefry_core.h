@@ -147,12 +147,30 @@ static inline float gm_tf_gumbel(uint32_t bits) {
  * logits[i] + g does too and i cannot win. NaN logits are never pruned. */
 static inline size_t gm_tf_categorical(gm_prng_key key, gm_prng_layout layout, const float *logits, size_t n) {
     size_t top = 0;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; i < n; i++) {
+        if (i % 64 == 0 && n - i >= 64) { /* skip whole blocks with nothing larger (vectorized) */
+            float t = logits[top];
+            int up = 0;
+            for (size_t j = 0; j < 64; j++) up |= logits[i + j] > t;
+            if (!up) {
+                i += 63;
+                continue;
+            }
+        }
         if (logits[i] > logits[top]) top = i;
+    }
     size_t best = top;
     float best_v = logits[top] + gm_tf_gumbel(gm_tf_bits_at(key, layout, n, top));
     size_t first_nan = isnan(best_v) ? top : n;
     for (size_t i = 0; i < n; i++) {
+        if (i % 64 == 0 && n - i >= 64) { /* skip whole blocks that cannot win (a loop the compiler vectorizes) */
+            int live = 0;
+            for (size_t j = 0; j < 64; j++) live |= !(logits[i + j] + GM_GUMBEL_MAX < best_v);
+            if (!live) {
+                i += 63;
+                continue;
+            }
+        }
         if (i == top || logits[i] + GM_GUMBEL_MAX < best_v) continue;
         float v = logits[i] + gm_tf_gumbel(gm_tf_bits_at(key, layout, n, i));
         if (isnan(v)) {

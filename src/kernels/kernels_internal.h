@@ -56,6 +56,7 @@ typedef struct gm_vec_ops {
     void (*attention_rows)(const struct gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
     size_t (*argmax)(const float *x, size_t n);
+    void (*exp_sums)(const float *x, size_t n, float max, const float *floors, int nf, double *sums);
 } gm_vec_ops;
 
 extern const gm_vec_ops gm_vec_scalar;
@@ -67,6 +68,7 @@ void gm_geglu_ref(float *out, const float *gate, const float *up, size_t n);
 void gm_attention_rows_ref(const struct gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                            size_t H, float softcap, float *scores);
 size_t gm_argmax_f32_ref(const float *x, size_t n);
+void gm_exp_sums_f32_ref(const float *x, size_t n, float max, const float *floors, int nf, double *sums);
 
 extern const gm_kernel_ops gm_kernels_scalar;
 extern const gm_kernel_ops gm_kernels_avx2;

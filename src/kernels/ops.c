@@ -159,9 +159,24 @@ size_t gm_argmax_f32_ref(const float *x, size_t n) {
     return best;
 }
 
-const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref, gm_argmax_f32_ref};
+void gm_exp_sums_f32_ref(const float *x, size_t n, float max, const float *floors, int nf, double *sums) {
+    for (int j = 0; j <= nf; j++) sums[j] = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = exp((double)x[i] - (double)max);
+        sums[nf] += e;
+        for (int j = 0; j < nf; j++)
+            if (x[i] >= floors[j]) sums[j] += e;
+    }
+}
+
+const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref, gm_argmax_f32_ref,
+                                  gm_exp_sums_f32_ref};
 
 size_t gm_argmax_f32(const float *x, size_t n) { return gm_vec_ops_chosen()->argmax(x, n); }
+
+void gm_exp_sums_f32(const float *x, size_t n, float max, const float *floors, int nf, double *sums) {
+    gm_vec_ops_chosen()->exp_sums(x, n, max, floors, nf, sums);
+}
 
 void gm_rmsnorm(float *out, const float *x, const float *w, size_t n, float eps) {
     gm_vec_ops_chosen()->rmsnorm(out, x, w, n, eps);

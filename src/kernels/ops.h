@@ -23,6 +23,11 @@ float gm_dot_f32(const float *a, const float *b, size_t n);
 /* The index of the first largest of x[0..n) (n >= 1), NaNs skipped (NaN at 0: 0), as the loop
  * `if (x[i] > x[best]) best = i` from best = 0 gives it: greedy decoding over the vocabulary. */
 size_t gm_argmax_f32(const float *x, size_t n);
+/* The softmax masses of a top-p search, in f64: sums[j] = the sum of e^(x[i] - max) over the i with
+ * x[i] >= floors[j] (j < nf, nf <= GM_EXP_SUMS_MAX), and sums[nf] = the sum over all i. max must be
+ * finite and >= every x[i]; -inf entries add 0. The SIMD version evaluates e^y to about 1 ulp of f64. */
+#define GM_EXP_SUMS_MAX 8
+void gm_exp_sums_f32(const float *x, size_t n, float max, const float *floors, int nf, double *sums);
 /* y += a * x */
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 

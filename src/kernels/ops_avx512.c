@@ -212,4 +212,55 @@ static size_t argmax_avx512(const float *x, size_t n) {
     return i < n ? i : 0; /* not reached: m is one of the values */
 }
 
-const gm_vec_ops gm_vec_avx512 = {rmsnorm_avx512, geglu_avx512, attention_rows_avx512, argmax_avx512};
+/* e^y in f64 for y <= 0 to about 1 ulp: y = k ln2 + r with |r| <= ln2/2 (ln2 in two parts, fdlibm's),
+ * e^r by its Taylor polynomial of degree 12 (remainder below 2e-16), 2^k by scalef; 0 below -746
+ * (so for -inf too). */
+GM_AI __m512d exp8_nonpositive(__m512d y) {
+    y = _mm512_max_pd(y, _mm512_set1_pd(-746.0));
+    __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(y, _mm512_set1_pd(1.4426950408889634)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), y);
+    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
+    double c = 1.0 / 479001600.0; /* 1/12! */
+    __m512d p = _mm512_set1_pd(c);
+    for (int d = 11; d >= 0; d--) {
+        c *= (double)(d + 1); /* 1/d! */
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+    }
+    return _mm512_scalef_pd(p, k);
+}
+
+/* All GM_EXP_SUMS_MAX bands every time (unused floors +inf), so the accumulators stay in registers;
+ * the tail is loaded as -inf, which adds 0. */
+static void exp_sums_avx512(const float *x, size_t n, float max, const float *floors, int nf, double *sums) {
+    if (nf < 0 || nf > GM_EXP_SUMS_MAX) {
+        gm_exp_sums_f32_ref(x, n, max, floors, nf, sums);
+        return;
+    }
+    __m512 fl[GM_EXP_SUMS_MAX];
+    __m512d band[GM_EXP_SUMS_MAX], all0 = _mm512_setzero_pd(), all1 = all0;
+    for (int j = 0; j < GM_EXP_SUMS_MAX; j++) {
+        fl[j] = _mm512_set1_ps(j < nf ? floors[j] : INFINITY);
+        band[j] = _mm512_setzero_pd();
+    }
+    __m512d mx = _mm512_set1_pd((double)max);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, x + i);
+        __m512d e0 = exp8_nonpositive(_mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), mx));
+        __m512d e1 = exp8_nonpositive(
+            _mm512_sub_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), mx));
+        all0 = _mm512_add_pd(all0, e0);
+        all1 = _mm512_add_pd(all1, e1);
+        for (int j = 0; j < GM_EXP_SUMS_MAX; j++) {
+            __mmask16 in = _mm512_cmp_ps_mask(v, fl[j], _CMP_GE_OQ);
+            band[j] = _mm512_mask_add_pd(band[j], (__mmask8)in, band[j], e0);
+            band[j] = _mm512_mask_add_pd(band[j], (__mmask8)(in >> 8), band[j], e1);
+        }
+    }
+    for (int j = 0; j < nf; j++) sums[j] = _mm512_reduce_add_pd(band[j]);
+    sums[nf] = _mm512_reduce_add_pd(_mm512_add_pd(all0, all1));
+}
+
+const gm_vec_ops gm_vec_avx512 = {rmsnorm_avx512, geglu_avx512, attention_rows_avx512, argmax_avx512,
+                                  exp_sums_avx512};

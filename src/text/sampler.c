@@ -101,44 +101,70 @@ static gm_status ensure_scratch(gm_sampler *s, size_t vocab) {
     return GM_OK;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x < y) - (x > y);
-}
-
-float gm_top_p_cutoff(const float *x, size_t n, float p, float *scratch) {
-    float max = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (x[i] > max) max = x[i];
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) sum += exp((double)x[i] - (double)max);
-    /* Candidates: the values within `delta` of the max, widened until they hold comfortably more than
-     * p of the mass, so the cumulative sum over the sorted candidates crosses p inside them. */
-    double target = (double)p + (1.0 - (double)p) * 0.5;
-    size_t m = 0;
-    for (double delta = 1.0;; delta *= 2.0) {
-        double mass = 0.0;
-        m = 0;
-        int all = 1;
-        for (size_t i = 0; i < n; i++) {
-            if ((double)x[i] >= (double)max - delta) {
-                scratch[m++] = x[i];
-                mass += exp((double)x[i] - (double)max);
+/* The largest value v of a[0..m) with mass(a >= v) >= target, where mass sums e^(a - max) in f64; -inf
+ * if even all of them fall short. A quickselect on mass: each round splits the range around a pivot
+ * into larger, equal and smaller values and keeps the part where the cumulative mass, counted from the
+ * largest value down, crosses target. About 2m comparisons and m exponentials on average. */
+static float mass_select(float *a, size_t m, float max, double target) {
+    size_t lo = 0, hi = m;
+    double above = 0.0; /* mass of the values larger than all of a[lo..hi) */
+    while (lo < hi) {
+        float x0 = a[lo], x1 = a[lo + (hi - lo) / 2], x2 = a[hi - 1];
+        float pv = x0 < x1 ? (x1 < x2 ? x1 : (x0 < x2 ? x2 : x0)) : (x0 < x2 ? x0 : (x1 < x2 ? x2 : x1));
+        size_t gt = lo, i = lo, lt = hi; /* [lo,gt) > pv, [gt,i) == pv, [lt,hi) < pv */
+        double mass_gt = 0.0;
+        while (i < lt) {
+            float v = a[i];
+            if (v > pv) {
+                a[i++] = a[gt];
+                a[gt++] = v;
+                mass_gt += exp((double)v - (double)max);
+            } else if (v < pv) {
+                a[i] = a[--lt];
+                a[lt] = v;
             } else {
-                all = 0;
+                i++;
             }
         }
-        if (all || mass >= target * sum) break;
+        if (above + mass_gt >= target) {
+            hi = gt;
+            continue;
+        }
+        double mass_eq = (double)(lt - gt) * exp((double)pv - (double)max);
+        if (above + mass_gt + mass_eq >= target) return pv;
+        above += mass_gt + mass_eq;
+        lo = lt;
     }
-    qsort(scratch, m, sizeof *scratch, cmp_desc);
-    double cum = 0.0;
-    for (size_t j = 0; j < m; j++) {
-        cum += exp((double)scratch[j] - (double)max) / sum;
-        if (!(cum < (double)p)) return scratch[j];
-    }
-    /* The cumulative sum never reached p: either the candidates are everything (JAX's cutoff index is
-     * n, out of range, and nothing is dropped) or rounding; keep everything in both cases. */
     return -INFINITY;
+}
+
+/* The sorted cumulative softmax without sorting the vocabulary: one SIMD pass gives the softmax sum
+ * and the masses of the bands within 1, 2, 4 .. 128 of the max; the values of the narrowest band that
+ * holds comfortably more than p of the mass become the candidates, and mass_select finds among them
+ * the first sorted value where the cumulative mass reaches p. */
+float gm_top_p_cutoff(const float *x, size_t n, float p, float *scratch) {
+    if (n == 0) return -INFINITY;
+    float max = x[gm_argmax_f32(x, n)];
+    if (!(max > -INFINITY)) return -INFINITY;
+    float floors[GM_EXP_SUMS_MAX];
+    double sums[GM_EXP_SUMS_MAX + 1];
+    for (int j = 0; j < GM_EXP_SUMS_MAX; j++) floors[j] = max - (float)(1 << j);
+    gm_exp_sums_f32(x, n, max, floors, GM_EXP_SUMS_MAX, sums);
+    double sum = sums[GM_EXP_SUMS_MAX], wide = ((double)p + (1.0 - (double)p) * 0.5) * sum;
+    float floor = -INFINITY;
+    for (int j = 0; j < GM_EXP_SUMS_MAX; j++)
+        if (sums[j] >= wide) {
+            floor = floors[j];
+            break;
+        }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) { /* branch-free: the candidates are scattered */
+        scratch[m] = x[i];
+        m += x[i] >= floor;
+    }
+    /* When the cumulative sum never reaches p (the candidates are everything: JAX's cutoff index is n,
+     * out of range, and nothing is dropped; or rounding) this is -inf and everything is kept. */
+    return mass_select(scratch, m, max, (double)p * sum);
 }
 
 /* One draw with key `cur` from s->work[vocab] (forbidden already at -inf, not yet divided by T). */
@@ -162,11 +188,18 @@ static gm_status draw(gm_sampler *s, gm_prng_key cur, size_t vocab, int32_t *id)
         *id = s->idx[j];
         return GM_OK;
     }
-    for (size_t i = 0; i < vocab; i++) x[i] = x[i] / t;
+    /* Both loops in blocks of 64, which the compiler vectorizes at -O2 (a division, not a multiplication
+     * by 1/T, as JAX divides). */
+    size_t i = 0, whole = vocab - vocab % 64;
+    for (; i < whole; i += 64)
+        for (size_t j = 0; j < 64; j++) x[i + j] = x[i + j] / t;
+    for (; i < vocab; i++) x[i] = x[i] / t;
     if (c->method == GM_SAMPLE_TOP_P && c->top_p < 1.0f) {
         float cut = gm_top_p_cutoff(x, vocab, c->top_p, s->sorted);
-        for (size_t i = 0; i < vocab; i++)
-            if (x[i] < cut) x[i] = -FLT_MAX; /* jnp.finfo(float32).min, not -inf, as the seed does */
+        /* jnp.finfo(float32).min, not -inf, as the seed does */
+        for (i = 0; i < whole; i += 64)
+            for (size_t j = 0; j < 64; j++) x[i + j] = x[i + j] < cut ? -FLT_MAX : x[i + j];
+        for (; i < vocab; i++) x[i] = x[i] < cut ? -FLT_MAX : x[i];
     }
     *id = (int32_t)gm_prng_categorical(cur, layout, x, vocab);
     return GM_OK;
