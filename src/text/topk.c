@@ -39,6 +39,17 @@ void gm_topk_indices(const float *v, size_t n, size_t k, int32_t *idx) {
     if (k == 0) return;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
+        if (m == k && i % 64 == 0 && n - i >= 64) {
+            /* Once the heap is full, skip whole blocks with nothing above its worst entry (a loop the
+             * compiler vectorizes). Equal values never displace it: their index is larger. */
+            float worst = v[idx[0]];
+            int above = 0;
+            for (size_t j = 0; j < 64; j++) above |= v[i + j] > worst;
+            if (!above) {
+                i += 63;
+                continue;
+            }
+        }
         int32_t c = (int32_t)i;
         if (m < k) {
             idx[m] = c;

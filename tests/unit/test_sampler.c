@@ -134,6 +134,35 @@ static void test_topk_indices(void) {
     gm_topk_indices(v, 8, 8, idx);
     CHECK(idx[4] == 0 && idx[5] == 7 && idx[6] == 3 && idx[7] == 6, "full order tail %d %d %d %d", idx[4], idx[5],
           idx[6], idx[7]);
+    /* Long inputs with many ties (values from a small set, so whole blocks tie with the kept ones) and
+     * rising runs against a selection written out here: largest first, equal values by index. */
+    enum { N = 5000 };
+    float *w = malloc(N * sizeof *w);
+    int32_t *got = malloc(N * sizeof *got);
+    char *taken = malloc(N);
+    uint32_t r = 777;
+    int bad = 0, cases = 0;
+    for (int kind = 0; kind < 3; kind++)
+        for (size_t k = 1; k <= 1000; k = k * 3 + 1, cases++) {
+            for (int i = 0; i < N; i++) {
+                r = r * 1664525u + 1013904223u;
+                w[i] = kind == 0 ? (float)(r >> 28) : kind == 1 ? (float)(r >> 8) : (float)i * 0.5f;
+            }
+            gm_topk_indices(w, N, k, got);
+            memset(taken, 0, N);
+            for (size_t j = 0; j < k; j++) {
+                int b = -1;
+                for (int i = 0; i < N; i++)
+                    if (!taken[i] && (b < 0 || w[i] > w[b])) b = i;
+                taken[b] = 1;
+                if (got[j] != b) {
+                    if (bad++ < 3) printf("top-%zu kind %d rank %zu: %d, want %d\n", k, kind, j, got[j], b);
+                    break;
+                }
+            }
+        }
+    CHECK(bad == 0, "top-k of 5000 values: %d of %d cases differ from the selection", bad, cases);
+    free(w), free(got), free(taken);
 }
 
 static int desc(const void *a, const void *b) {
