@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "base/status.h"
+#include "kernels/ops.h"
 
 /* a ranks before b: larger value, or equal value and smaller index. */
 static inline int ranks_before(const float *v, int32_t a, int32_t b) {
@@ -90,13 +91,10 @@ gm_status gm_logits_top_k(const float *logits, size_t vocab, size_t k, gm_token_
     if (vocab == 0 || vocab > INT32_MAX) return gm_fail(GM_ERR_ARG, "gm_logits_top_k: vocab %zu out of range", vocab);
     GM_TRY(gm_check_logits(logits, vocab, "logits"));
     if (k > vocab) k = vocab;
-    float max = -INFINITY;
-    for (size_t i = 0; i < vocab; i++)
-        if (logits[i] > max) max = logits[i];
+    float max = logits[gm_argmax_f32(logits, vocab)];
     /* Stable softmax: exp(x - max) <= 1, summed in double over the whole vocabulary. */
     double sum = 0.0;
-    if (max > -INFINITY)
-        for (size_t i = 0; i < vocab; i++) sum += exp((double)logits[i] - (double)max);
+    if (max > -INFINITY) gm_exp_sums_f32(logits, vocab, max, NULL, 0, &sum);
     int32_t *idx = malloc((k ? k : 1) * sizeof *idx);
     if (!idx) return gm_fail(GM_ERR_NOMEM, "gm_logits_top_k: %zu entries", k);
     gm_topk_indices(logits, vocab, k, idx);
