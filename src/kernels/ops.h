@@ -1,6 +1,7 @@
-/* The non-matrix operations of the Gemma 3 forward pass, in f32. rmsnorm, geglu and the attention
- * rows have SIMD versions picked at run time (ops_avx512.c; the scalar code in ops.c is their
- * reference); they differ from it only by summation order and by exp / tanh accurate to a few ulp. */
+/* The non-matrix operations of the Gemma 3 forward pass, in f32, and the sampler's vocabulary passes.
+ * rmsnorm, geglu, the attention rows, argmax and the top-p masses have SIMD versions picked at run time
+ * (ops_avx512.c; the scalar code in ops.c is their reference); they differ from it only by summation
+ * order and by exp / tanh accurate to a few ulp. */
 #ifndef GM_KERNELS_OPS_H
 #define GM_KERNELS_OPS_H
 
