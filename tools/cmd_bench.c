@@ -27,12 +27,15 @@ static const char *cli_kernels_desc(void) {
 
 static const char *HELP_TAIL =
     "  --prompt-tokens P      prefill length (default 512)\n"
-    "  --gen-tokens G         decoded tokens (default 64; greedy, end tokens ignored)\n"
+    "  --gen-tokens G         decoded tokens (default 64; end tokens ignored)\n"
     "  --reps R               repetitions; the best is reported (default 1)\n"
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms (best prefill),\n"
     "                         load_ms, first_token_ms (load + first prefill), weight_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
-    "                         sharding, kernels, precision, kv_cache\n"
+    "                         sharding, kernels, precision, kv_cache, sampling (method and its settings),\n"
+    "                         last_token (the last decoded id)\n"
+    "Sampling: greedy (the default) picks each token by argmax; another method runs the sampler of\n"
+    "generate and chat on every token, and its time counts in the decode speed.\n"
     "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
     "tied embedding as the output projection; in the packed layout the kernels read, see\n"
     "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
@@ -49,19 +52,27 @@ static double kv_read_bytes(const gm_config *c, long pos, double elem) {
     return b;
 }
 
+static const char *sampling_name(gm_sample_method m) {
+    return m == GM_SAMPLE_RANDOM ? "random" : m == GM_SAMPLE_TOP_K ? "top-k" : m == GM_SAMPLE_TOP_P ? "top-p" : "greedy";
+}
+
 int cmd_bench(int argc, char **argv) {
     cli_model_flags mf;
     cli_model_flags_init(&mf);
     long P = 512, G = 64, reps = 1;
     bool json = false;
+    cli_sampling sp;
+    cli_sampling_init(&sp);
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r = cli_model_flag("bench", argc, argv, &i, &mf);
+        if (r == 0) r = cli_sampling_flag("bench", argc, argv, &i, &sp);
         if (r < 0) return 2;
         if (r) continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs("usage: gemma bench -m MODEL [options]\n", stdout);
             fputs(CLI_MODEL_FLAGS_HELP, stdout);
+            fputs(CLI_SAMPLING_FLAGS_HELP, stdout);
             fputs(HELP_TAIL, stdout);
             return 0;
         } else if (cli_flag_value(argc, argv, &i, "--prompt-tokens", NULL, &v)) {
@@ -76,6 +87,10 @@ int cmd_bench(int argc, char **argv) {
             return cli_usage_error("bench", "unknown argument '%s'", argv[i]);
         }
     }
+    if (cli_sampling_finish("bench", &sp) != 0) return 2;
+    /* greedy: the argmax alone, as before sampling could be chosen; otherwise the chat loop's sampler
+     * picks every token and its time counts in decode */
+    bool greedy = sp.cfg.method == GM_SAMPLE_GREEDY || sp.cfg.temperature == 0.0f;
     if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
     double t_start = gm_now_seconds(), t_load = t_start, t_first = 0;
     gm_model *m;
@@ -102,13 +117,20 @@ int cmd_bench(int argc, char **argv) {
     uint64_t kv_bytes = 0;
     double best_prefill = 1e30, best_decode = 1e30, best_ttft = 1e30, comm_per_tok = 0, comm_s_per_tok = 0;
     gm_status st = GM_OK;
+    int32_t tok = -1;
     for (long rep = 0; rep < reps && st == GM_OK; rep++) {
         gm_session *s;
-        st = gm_session_new(m, &s);
-        if (st != GM_OK) break;
+        gm_sampler *smp = NULL;
+        st = gm_sampler_create(&sp.cfg, NULL, 0, &smp);
+        if (st == GM_OK) st = gm_session_new(m, &s);
+        if (st != GM_OK) {
+            gm_sampler_free(smp);
+            break;
+        }
         double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
-        int32_t tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
+        if (st == GM_OK && greedy) tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
+        else if (st == GM_OK) st = gm_sampler_next(smp, logits, (size_t)V, &tok);
         double t_prefill = gm_now_seconds() - t0;
         /* what a user waits for: load, the first session and its prefill, picking the first token */
         if (rep == 0) t_first = gm_now_seconds() - t_start;
@@ -116,13 +138,15 @@ int cmd_bench(int argc, char **argv) {
         t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
-            tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
+            if (st == GM_OK && greedy) tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
+            else if (st == GM_OK) st = gm_sampler_next(smp, logits, (size_t)V, &tok);
         }
         double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);
         kv_bytes = gm_session_kv_bytes(s);
         if (G > 0) comm_per_tok = (double)cc.bytes / (double)G, comm_s_per_tok = cc.seconds / (double)G;
         gm_session_free(s);
+        gm_sampler_free(smp);
         if (t_prefill < best_prefill) best_prefill = t_prefill;
         if (t_decode < best_decode) best_decode = t_decode;
         /* time to first token: prefill plus picking the first token, for this prompt length */
@@ -168,6 +192,15 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
             cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
+            cJSON *so = cJSON_AddObjectToObject(o, "sampling");
+            cJSON_AddStringToObject(so, "method", greedy ? "greedy" : sampling_name(sp.cfg.method));
+            if (!greedy) {
+                cJSON_AddNumberToObject(so, "temperature", sp.cfg.temperature);
+                if (sp.cfg.method == GM_SAMPLE_TOP_K) cJSON_AddNumberToObject(so, "top_k", sp.cfg.top_k);
+                if (sp.cfg.method == GM_SAMPLE_TOP_P) cJSON_AddNumberToObject(so, "top_p", sp.cfg.top_p);
+                cJSON_AddNumberToObject(so, "seed", (double)sp.cfg.seed);
+            }
+            cJSON_AddNumberToObject(o, "last_token", tok);
             char *out = cJSON_PrintUnformatted(o);
             puts(out);
             free(out);
@@ -187,6 +220,15 @@ int cmd_bench(int argc, char **argv) {
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
             printf("kernels      %s, precision %s, KV cache %s\n", cli_kernels_desc(),
                    mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
+            if (greedy) printf("sampling     greedy (argmax)\n");
+            else if (sp.cfg.method == GM_SAMPLE_TOP_K)
+                printf("sampling     top-k %d, T %g, seed %lld (in the decode time)\n", sp.cfg.top_k,
+                       (double)sp.cfg.temperature, (long long)sp.cfg.seed);
+            else if (sp.cfg.method == GM_SAMPLE_TOP_P)
+                printf("sampling     top-p %g, T %g, seed %lld (in the decode time)\n", (double)sp.cfg.top_p,
+                       (double)sp.cfg.temperature, (long long)sp.cfg.seed);
+            else printf("sampling     random, T %g, seed %lld (in the decode time)\n", (double)sp.cfg.temperature,
+                        (long long)sp.cfg.seed);
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
                    comm_per_tok, comm_s_per_tok * 1000);
         }
