@@ -123,6 +123,14 @@ typedef enum gm_precision { GM_PRECISION_EXACT = 0, GM_PRECISION_FAST } gm_preci
  * near-tied top-10 ids swap), so exact mode keeps f32 unless asked. */
 typedef enum gm_kv_type { GM_KV_AUTO = 0, GM_KV_F32, GM_KV_F16 } gm_kv_type;
 
+/* How threads wait for each other (in products, attention and the collectives between devices).
+ * SPIN: briefly spin, then yield, then sleep: the fastest wake-up when every thread has its own core.
+ * YIELD: give the core away at once: for more busy threads than cores (devices x threads x local MPI
+ * ranks above the CPUs this process may use), where a spinning waiter keeps the thread it waits for
+ * off the core. AUTO (default): YIELD when this process can see it is oversubscribed (its affinity
+ * mask, and the ranks mpirun starts on this host), else SPIN. */
+typedef enum gm_wait { GM_WAIT_AUTO = 0, GM_WAIT_SPIN, GM_WAIT_YIELD } gm_wait;
+
 typedef struct gm_load_options {
     int devices;              /* in-process devices of this process (threads that own shards); default 1 */
     int threads_per_device;   /* worker threads inside each device; default 1 */
@@ -131,6 +139,7 @@ typedef struct gm_load_options {
     bool use_mpi;             /* join the MPI world when launched under mpirun (default true) */
     gm_precision precision;   /* default GM_PRECISION_EXACT */
     gm_kv_type kv_type;       /* default GM_KV_AUTO */
+    gm_wait wait;             /* default GM_WAIT_AUTO */
     /* A directory for the weight cache (NULL: none): each device's packed matrices are written there
      * once (one file per model, sharding and device) and later loads map them from the page cache
      * instead of reading and packing the model file again: the 270M loads in ~60 ms instead of
@@ -165,6 +174,8 @@ const char *gm_model_weight_cache(const gm_model *m);
 void gm_model_reset_comm_counters(gm_model *m);
 /* The KV cache type sessions of this model use (GM_KV_F32 or GM_KV_F16: AUTO resolved). */
 gm_kv_type gm_model_kv_type(const gm_model *m);
+/* The wait policy in force: GM_WAIT_SPIN or GM_WAIT_YIELD (AUTO resolved at load). */
+gm_wait gm_model_wait(const gm_model *m);
 
 /* ---------------------------------------------------------------- sessions: KV cache + forward */
 

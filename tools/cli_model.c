@@ -25,7 +25,10 @@ const char *CLI_MODEL_FLAGS_HELP =
     "  --kv-cache T           f32 or f16 keys and values (default: f32 with exact precision, f16 with fast;\n"
     "                         f16 halves the cache's memory and attention's reads)\n"
     "  --weight-cache DIR     keep the packed weights in DIR (written on the first load, one file per model,\n"
-    "                         sharding and device): later loads map them instead of packing (270M: ~0.3 s -> ~0.06 s)\n";
+    "                         sharding and device): later loads map them instead of packing (270M: ~0.3 s -> ~0.06 s)\n"
+    "  --wait W               how threads wait for each other: spin (briefly, then yield), yield (at once: for\n"
+    "                         more busy threads than cores) or auto (default: yield when devices x threads x\n"
+    "                         ranks on this host exceed the CPUs this process may use)\n";
 
 void cli_model_flags_init(cli_model_flags *f) {
     memset(f, 0, sizeof *f);
@@ -66,6 +69,13 @@ int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_fla
         if (v && !strcmp(v, "f32")) f->load.kv_type = GM_KV_F32;
         else if (v && !strcmp(v, "f16")) f->load.kv_type = GM_KV_F16;
         else return cli_usage_error(cmd, "--kv-cache wants f32 or f16"), -1;
+        return 1;
+    }
+    if (cli_flag_value(argc, argv, i, "--wait", NULL, &v)) {
+        if (v && !strcmp(v, "auto")) f->load.wait = GM_WAIT_AUTO;
+        else if (v && !strcmp(v, "spin")) f->load.wait = GM_WAIT_SPIN;
+        else if (v && !strcmp(v, "yield")) f->load.wait = GM_WAIT_YIELD;
+        else return cli_usage_error(cmd, "--wait wants auto, spin or yield"), -1;
         return 1;
     }
     if (cli_flag_value(argc, argv, i, "--weight-cache", NULL, &v)) {

@@ -32,7 +32,8 @@ static const char *HELP_TAIL =
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms (best prefill),\n"
     "                         load_ms, first_token_ms (load + first prefill), weight_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
-    "                         sharding, kernels, precision, kv_cache, sampling (method and its settings),\n"
+    "                         sharding, kernels, precision, kv_cache, wait (spin or yield), sampling (method\n"
+    "                         and its settings),\n"
     "                         last_token (the last decoded id)\n"
     "Sampling: greedy (the default) picks each token by argmax; another method runs the sampler of\n"
     "generate and chat on every token, and its time counts in the decode speed.\n"
@@ -192,6 +193,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
             cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
+            cJSON_AddStringToObject(o, "wait", gm_model_wait(m) == GM_WAIT_YIELD ? "yield" : "spin");
             cJSON *so = cJSON_AddObjectToObject(o, "sampling");
             cJSON_AddStringToObject(so, "method", greedy ? "greedy" : sampling_name(sp.cfg.method));
             if (!greedy) {
@@ -218,8 +220,9 @@ int cmd_bench(int argc, char **argv) {
                    gm_model_activation_bytes(m) / 1048576.0);
             printf("reads        %.1f MB per decoded token (weights %.1f MB, KV cache %.2f MB); %.1f GB/s at this decode speed\n",
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
-            printf("kernels      %s, precision %s, KV cache %s\n", cli_kernels_desc(),
-                   mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
+            printf("kernels      %s, precision %s, KV cache %s, waits %s\n", cli_kernels_desc(),
+                   mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32",
+                   gm_model_wait(m) == GM_WAIT_YIELD ? "yield (more busy threads than CPUs)" : "spin");
             if (greedy) printf("sampling     greedy (argmax)\n");
             else if (sp.cfg.method == GM_SAMPLE_TOP_K)
                 printf("sampling     top-k %d, T %g, seed %lld (in the decode time)\n", sp.cfg.top_k,

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -11,11 +12,12 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-enum { SPIN_ITERS = 4000, YIELD_ITERS = 200 };
+enum { YIELD_ITERS = 200 };
 
 gm_status gm_barrier_init(gm_barrier *b, int n) {
     if (n < 1) return gm_fail(GM_ERR_ARG, "barrier of %d participants", n);
     b->n = n;
+    atomic_init(&b->spin, GM_SPIN_DEFAULT);
     atomic_init(&b->arrived, 0);
     atomic_init(&b->generation, 0);
     atomic_init(&b->sleepers, 0);
@@ -32,6 +34,8 @@ void gm_barrier_destroy(gm_barrier *b) {
     pthread_mutex_destroy(&b->mu);
 }
 
+void gm_barrier_set_spin(gm_barrier *b, int iters) { atomic_store(&b->spin, iters < 0 ? 0 : iters); }
+
 void gm_barrier_wait(gm_barrier *b) {
     if (b->n == 1) return;
     unsigned gen = atomic_load_explicit(&b->generation, memory_order_acquire);
@@ -43,7 +47,8 @@ void gm_barrier_wait(gm_barrier *b) {
         pthread_mutex_unlock(&b->mu);
         return;
     }
-    for (int i = 0; i < SPIN_ITERS; i++) {
+    int spin = atomic_load_explicit(&b->spin, memory_order_relaxed);
+    for (int i = 0; i < spin; i++) {
         if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen) return;
         CPU_RELAX();
     }
@@ -80,6 +85,7 @@ typedef struct pool_slot {
 
 struct gm_pool {
     int n;
+    atomic_int spin;            /* pause iterations before yielding */
     pthread_t *threads;
     atomic_uint_fast64_t gen;   /* generation of the current job */
     atomic_uint_fast64_t claim; /* chunked jobs: (generation << 32) | next chunk */
@@ -116,11 +122,11 @@ static void *worker_main(void *arg) {
     for (;;) {
         /* wait for a generation we have not handled */
         uint64_t g;
-        int i = 0;
+        int i = 0, spin = atomic_load_explicit(&p->spin, memory_order_relaxed);
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (i < SPIN_ITERS) {
+            if (i < spin) {
                 CPU_RELAX();
-            } else if (i < SPIN_ITERS + YIELD_ITERS) {
+            } else if (i < spin + YIELD_ITERS) {
                 sched_yield();
             } else {
                 pthread_mutex_lock(&p->mu);
@@ -182,8 +188,9 @@ static uint64_t publish(gm_pool *p, gm_pool_fn fn, gm_pool_chunk_fn cfn, void *c
 
 /* Wait until `target` participants / chunks are done: spin briefly, then yield the core. */
 static void wait_done(gm_pool *p, int target) {
+    int spin = atomic_load_explicit(&p->spin, memory_order_relaxed);
     for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < target; i++) {
-        if (i < SPIN_ITERS) CPU_RELAX();
+        if (i < spin) CPU_RELAX();
         else sched_yield();
     }
 }
@@ -194,6 +201,7 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
     gm_pool *p = calloc(1, sizeof *p);
     if (!p) return gm_fail(GM_ERR_NOMEM, "out of memory");
     p->n = n_threads;
+    atomic_init(&p->spin, GM_SPIN_DEFAULT);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     if (!p->threads || pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p->threads);
@@ -235,6 +243,17 @@ void gm_pool_free(gm_pool *p) {
 }
 
 int gm_pool_size(const gm_pool *p) { return p ? p->n : 1; }
+
+void gm_pool_set_spin(gm_pool *p, int iters) {
+    if (p) atomic_store(&p->spin, iters < 0 ? 0 : iters);
+}
+
+int gm_cpus_available(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
 
 void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx) {
     if (!p || p->n == 1) {

@@ -1,6 +1,8 @@
 /* Barrier and a small fork-join pool. Waiting spins briefly, then yields, then sleeps on a condition
  * variable, so an oversubscribed 2-core machine (another process, or more devices than cores)
- * degrades gently instead of collapsing the way pure spin-waiting does. */
+ * degrades gently instead of collapsing the way pure spin-waiting does. When the caller knows there
+ * are more busy threads than cores, it sets the spin to 0: a waiter then yields its core at once to
+ * the thread it waits for (gm_model_load does so: gm_load_options.wait). */
 #ifndef GM_BASE_THREADS_H
 #define GM_BASE_THREADS_H
 
@@ -10,8 +12,12 @@
 
 #include "base/status.h"
 
+/* Pause iterations a waiter spins before it starts to yield (about 70 us on current x86). */
+#define GM_SPIN_DEFAULT 4000
+
 typedef struct gm_barrier {
     int n;
+    atomic_int spin;
     atomic_int arrived;
     atomic_uint generation;
     pthread_mutex_t mu;
@@ -22,6 +28,8 @@ typedef struct gm_barrier {
 gm_status gm_barrier_init(gm_barrier *b, int n);
 void gm_barrier_destroy(gm_barrier *b);
 void gm_barrier_wait(gm_barrier *b);
+/* Spin iterations before yielding (>= 0; GM_SPIN_DEFAULT after init). Not while threads wait. */
+void gm_barrier_set_spin(gm_barrier *b, int iters);
 
 /* Fork-join pool of n threads (the caller is one of them).
  * gm_pool_run calls fn(ctx, i, n) for i in [0, n) on n concurrent participants (the caller is
@@ -39,6 +47,12 @@ void gm_pool_free(gm_pool *p);
 int gm_pool_size(const gm_pool *p);
 void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx);
 void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks);
+/* Spin iterations of waiting workers and callers before they yield (>= 0; GM_SPIN_DEFAULT after
+ * create). Safe between jobs. */
+void gm_pool_set_spin(gm_pool *p, int iters);
+
+/* CPUs this process may run on (its affinity mask; the online CPUs if that cannot be read). */
+int gm_cpus_available(void);
 
 /* Split [0, n) into `parts` nearly equal pieces, aligned to `align`; piece i is [*lo, *hi). */
 void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi);

@@ -23,6 +23,21 @@ static bool launched_by_mpirun(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
+/* AUTO: yield at once when this process's busy threads outnumber the CPUs it may use. Ranks that mpirun
+ * started on this host share those CPUs too, unless it bound each rank to CPUs of its own (the mask is
+ * then smaller than the host). */
+static gm_wait resolve_wait(const gm_load_options *o, int n_ranks) {
+    if (o->wait != GM_WAIT_AUTO) return o->wait;
+    long busy = (long)o->devices * o->threads_per_device;
+    int cpus = gm_cpus_available();
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local) local = getenv("MPI_LOCALNRANKS");
+    long ranks_here = n_ranks > 1 && local ? atol(local) : 1;
+    if (ranks_here > 1 && cpus >= online) busy *= ranks_here;
+    return busy > cpus ? GM_WAIT_YIELD : GM_WAIT_SPIN;
+}
+
 typedef struct load_job {
     gm_model *m;
     gm_status st[GM_MAX_DEVICES];
@@ -57,6 +72,7 @@ static void load_worker(void *ctx, int i, int n) {
                                                                        : m->opt.threads_per_device;
     gm_pool *loader = NULL;
     gm_status st = gm_pool_create(loaders, &loader);
+    gm_pool_set_spin(loader, gm_model_spin(m));
     if (st == GM_OK) {
         st = gm_weights_load(m->src, m->sharding, total, global, loader, m->opt.weight_cache, &w);
         if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
@@ -72,7 +88,10 @@ static void load_worker(void *ctx, int i, int n) {
     if (st == GM_OK) {
         st = gm_device_init(&m->dev[i], &m->cfg, i, global, total, m->comm, m->opt.threads_per_device,
                             m->opt.cache_length);
-        if (st == GM_OK) m->dev[i].w = w, m->dev[i].fast = m->opt.precision == GM_PRECISION_FAST;
+        if (st == GM_OK) {
+            m->dev[i].w = w, m->dev[i].fast = m->opt.precision == GM_PRECISION_FAST;
+            gm_pool_set_spin(m->dev[i].pool, gm_model_spin(m));
+        }
         else snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
     }
     if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
@@ -168,6 +187,8 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         return gm_fail(GM_ERR_ARG, "precision %d: must be GM_PRECISION_EXACT or GM_PRECISION_FAST", (int)opt.precision);
     if (opt.kv_type != GM_KV_AUTO && opt.kv_type != GM_KV_F32 && opt.kv_type != GM_KV_F16)
         return gm_fail(GM_ERR_ARG, "kv_type %d: must be GM_KV_AUTO, GM_KV_F32 or GM_KV_F16", (int)opt.kv_type);
+    if (opt.wait != GM_WAIT_AUTO && opt.wait != GM_WAIT_SPIN && opt.wait != GM_WAIT_YIELD)
+        return gm_fail(GM_ERR_ARG, "wait %d: must be GM_WAIT_AUTO, GM_WAIT_SPIN or GM_WAIT_YIELD", (int)opt.wait);
     gm_model *m = calloc(1, sizeof *m);
     if (!m) return gm_fail(GM_ERR_NOMEM, "out of memory");
     m->opt = opt;
@@ -196,12 +217,15 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
+        m->wait = resolve_wait(&opt, m->n_ranks);
+        gm_comm_set_spin(m->comm, gm_model_spin(m));
         m->n_local = opt.devices;
         m->dev = calloc((size_t)m->n_local, sizeof *m->dev);
         m->scratch_logits = malloc((size_t)m->n_local * (size_t)m->cfg.vocab_size * sizeof(float));
         if (!m->dev || !m->scratch_logits) st = gm_fail(GM_ERR_NOMEM, "out of memory");
     }
     if (st == GM_OK) st = gm_pool_create(m->n_local, &m->devices);
+    if (st == GM_OK) gm_pool_set_spin(m->devices, gm_model_spin(m));
     if (st == GM_OK) {
         load_job *j = calloc(1, sizeof *j);
         if (!j) st = gm_fail(GM_ERR_NOMEM, "out of memory");
@@ -253,6 +277,8 @@ gm_kv_type gm_model_kv_type(const gm_model *m) {
     if (m->opt.kv_type != GM_KV_AUTO) return m->opt.kv_type;
     return m->opt.precision == GM_PRECISION_FAST ? GM_KV_F16 : GM_KV_F32;
 }
+
+gm_wait gm_model_wait(const gm_model *m) { return m->wait; }
 
 const char *gm_model_weight_cache(const gm_model *m) { return m->weight_cache ? m->weight_cache : "off"; }
 int gm_model_devices(const gm_model *m) { return m->n_local * m->n_ranks; }

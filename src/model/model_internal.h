@@ -29,7 +29,11 @@ struct gm_model {
     gm_session *sessions[GM_MAX_SESSIONS];
     bool serving;             /* rank > 0 inside gm_model_serve */
     const char *weight_cache; /* gm_model_weight_cache() */
+    gm_wait wait;             /* resolved: GM_WAIT_SPIN or GM_WAIT_YIELD */
 };
+
+/* Spin iterations of this model's waits under its policy. */
+static inline int gm_model_spin(const gm_model *m) { return m->wait == GM_WAIT_YIELD ? 0 : GM_SPIN_DEFAULT; }
 
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
 enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };

@@ -72,6 +72,8 @@ static void account(gm_comm *c, int local, double bytes, double t0) {
     c->stats.seconds += gm_now_seconds() - t0;
 }
 
+void gm_comm_set_spin(gm_comm *c, int iters) { gm_barrier_set_spin(&c->barrier, iters); }
+
 gm_status gm_comm_barrier(gm_comm *c, int local) {
     gm_barrier_wait(&c->barrier);
     if (c->n_ranks > 1 && local == 0) GM_TRY(gm_mpi_barrier());

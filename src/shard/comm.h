@@ -21,6 +21,8 @@ typedef struct gm_comm_stats {
 /* n_local devices in this process; n_ranks processes (1 = no MPI). */
 gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out);
 void gm_comm_free(gm_comm *c);
+/* Spin iterations of the local devices' waits in collectives (base/threads.h). */
+void gm_comm_set_spin(gm_comm *c, int iters);
 
 int gm_comm_devices(const gm_comm *c);              /* all devices in the mesh */
 int gm_comm_local_devices(const gm_comm *c);

@@ -5,9 +5,11 @@
  *     with GM_ERR_RANGE and changes nothing;
  *   - the chat markers come from the tokenizer (<end_of_turn> is 960 in tokenizer_tiny, by HF tokenizers:
  *     tests/reference/gen_tiny_chat_model.py asserts it), so a turn stops there;
- *   - a tokenizer with more tokens than the embedding has rows is refused at load. */
-#define _DEFAULT_SOURCE
-#define _POSIX_C_SOURCE 200809L
+ *   - a tokenizer with more tokens than the embedding has rows is refused at load;
+ *   - the wait policy: an explicit one is kept, AUTO resolves to SPIN or YIELD (YIELD exactly when more
+ *     device threads than CPUs this process may use), an unknown value is refused. */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,12 @@ static long rss_kib(void) {
         fclose(f);
     }
     return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* CPUs in this process's affinity mask, counted here (not through the library) */
+static int gm_cpus_for_test(void) {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 static gm_model *load(const char *dir, int cache) {
@@ -132,6 +140,38 @@ static void test_vocab_mismatch(const char *fix) {
     rmdir(dir);
 }
 
+static void test_wait(const char *chat_dir) {
+    gm_load_options o;
+    gm_load_options_default(&o);
+    o.use_mpi = false;
+    o.cache_length = 16;
+    CHECK(o.wait == GM_WAIT_AUTO, "default wait %d", (int)o.wait);
+    gm_model *m = NULL;
+    static const gm_wait told[2] = {GM_WAIT_SPIN, GM_WAIT_YIELD};
+    for (int i = 0; i < 2; i++) {
+        o.wait = told[i];
+        CHECK(gm_model_load(chat_dir, &o, &m) == GM_OK && gm_model_wait(m) == told[i], "wait %d kept: %s", (int)told[i],
+              gm_last_error());
+        gm_model_free(m), m = NULL;
+    }
+    /* AUTO with more devices than this process's CPUs (at most 8 devices: skip on larger machines) */
+    int cpus = gm_cpus_for_test();
+    o.wait = GM_WAIT_AUTO;
+    if (cpus < 8) {
+        o.devices = cpus + 1;
+        CHECK(gm_model_load(chat_dir, &o, &m) == GM_OK && gm_model_wait(m) == GM_WAIT_YIELD,
+              "%d devices on %d CPUs: wait %d (%s)", o.devices, cpus, m ? (int)gm_model_wait(m) : -1, gm_last_error());
+        gm_model_free(m), m = NULL;
+    }
+    o.devices = 1;
+    CHECK(gm_model_load(chat_dir, &o, &m) == GM_OK && gm_model_wait(m) == GM_WAIT_SPIN, "1 device: wait %d",
+          m ? (int)gm_model_wait(m) : -1);
+    gm_model_free(m), m = NULL;
+    o.wait = (gm_wait)7;
+    CHECK(gm_model_load(chat_dir, &o, &m) == GM_ERR_ARG && m == NULL && strstr(gm_last_error(), "wait"),
+          "wait 7: %s", gm_last_error());
+}
+
 int main(void) {
     char chat[1024], fix[1024];
     gm_test_fixture("hf_tiny_chat", chat, sizeof chat);
@@ -139,6 +179,7 @@ int main(void) {
     test_markers(chat);
     test_cache_limit(chat);
     test_vocab_mismatch(fix);
+    test_wait(chat);
     test_cycles(chat);
     return gm_test_finish();
 }

@@ -1,7 +1,8 @@
 /* The thread pool (base/threads.h): chunked jobs run every chunk exactly once with a valid thread slot,
  * over thousands of back-to-back jobs of varying sizes (the stale-worker paths), with more threads
  * than cores; static jobs run every participant once, concurrently (they meet in a barrier); a
- * 1-thread pool runs inline; and a pool with a sleeping worker still finishes chunked jobs. */
+ * 1-thread pool runs inline; and a pool with a sleeping worker still finishes chunked jobs. Each with
+ * the default spin and with spin 0 (waiters yield at once, as on an oversubscribed machine). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,10 +38,11 @@ static void static_fn(void *ctx, int i, int n) {
     gm_barrier_wait(&j->barrier); /* deadlocks unless all participants run at once */
 }
 
-static void check_pool(int threads) {
+static void check_pool(int threads, int spin) {
     gm_pool *p = NULL;
     CHECK(gm_pool_create(threads, &p) == GM_OK, "pool of %d: %s", threads, gm_last_error());
     if (!p) return;
+    gm_pool_set_spin(p, spin);
     CHECK(gm_pool_size(p) == threads, "pool size %d, wanted %d", gm_pool_size(p), threads);
     int wrong = 0, bad_slots = 0;
     chunk_job *j = calloc(1, sizeof *j);
@@ -66,6 +68,7 @@ static void check_pool(int threads) {
     for (int rep = 0; rep < 300 && threads <= 16; rep++) {
         for (int i = 0; i < 16; i++) atomic_store(&s->seen[i], 0);
         gm_barrier_init(&s->barrier, threads);
+        gm_barrier_set_spin(&s->barrier, spin);
         gm_pool_run(p, static_fn, s);
         gm_barrier_destroy(&s->barrier);
         for (int i = 0; i < 16; i++) bad += atomic_load(&s->seen[i]) != (i < threads ? 1 : 0);
@@ -82,7 +85,11 @@ static void check_pool(int threads) {
 
 int main(void) {
     int sizes[] = {1, 2, 3, 5, 8};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_pool(sizes[i]);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        check_pool(sizes[i], GM_SPIN_DEFAULT);
+        check_pool(sizes[i], 0);
+    }
+    CHECK(gm_cpus_available() >= 1, "gm_cpus_available() = %d", gm_cpus_available());
     gm_pool *p = NULL;
     CHECK(gm_pool_create(0, &p) != GM_OK && p == NULL, "a pool of 0 threads must be refused");
     return gm_test_finish();
