@@ -360,6 +360,7 @@ typedef struct gm_train_options {
     int devices;              /* in-process devices (each a thread with its share of the state); default 1 */
     int threads_per_device;   /* default 1 */
     bool use_mpi;             /* join the MPI world when launched by mpirun (default true) */
+    gm_wait wait;             /* how threads wait for each other (gm_load_options.wait); default AUTO */
     int lora_rank;            /* 0: full fine-tuning; r > 0: adapters on q,k,v,o,gate,up,down, base frozen */
     double lora_alpha;        /* adapters are scaled by alpha / rank; default 2 * rank (when 0) */
     gm_optimizer optimizer;   /* default AdamW */

@@ -23,6 +23,8 @@ static const char *HELP =
     "  --devices N            in-process devices sharing the model FSDP-style (default 1); under mpirun each\n"
     "                         rank brings N\n"
     "  --threads T            threads per device (default 1)\n"
+    "  --wait W               auto, spin or yield (default auto: yield at once when devices x threads x ranks on\n"
+    "                         this host exceed the CPUs)\n"
     "  --lora RANK            train rank-RANK adapters on q,k,v,o,gate,up,down; the base stays frozen\n"
     "  --lora-alpha A         adapter scale A / RANK (default 2 * RANK)\n"
     "  --steps S              optimizer steps in all, counting those of a resumed run (default 100)\n"
@@ -115,6 +117,9 @@ static int parse(int argc, char **argv, train_flags *f) {
         } else if (VAL("--threads", "-t")) {
             NEED(cli_parse_int(v, 1, 256, &n), "--threads wants an integer from 1 to 256");
             f->opt.threads_per_device = (int)n;
+        } else if (VAL("--wait", NULL)) {
+            NEED(!strcmp(v, "auto") || !strcmp(v, "spin") || !strcmp(v, "yield"), "--wait wants auto, spin or yield");
+            f->opt.wait = !strcmp(v, "spin") ? GM_WAIT_SPIN : !strcmp(v, "yield") ? GM_WAIT_YIELD : GM_WAIT_AUTO;
         } else if (VAL("--lora", NULL)) {
             NEED(cli_parse_int(v, 1, 4096, &n), "--lora wants a rank from 1 to 4096");
             f->opt.lora_rank = (int)n;

@@ -255,6 +255,13 @@ int gm_cpus_available(void) {
     return n > 0 ? (int)n : 1;
 }
 
+bool gm_threads_oversubscribed(long threads, long processes_here) {
+    int cpus = gm_cpus_available();
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (processes_here > 1 && cpus >= online) threads *= processes_here;
+    return threads > cpus;
+}
+
 void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx) {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);

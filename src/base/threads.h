@@ -53,6 +53,10 @@ void gm_pool_set_spin(gm_pool *p, int iters);
 
 /* CPUs this process may run on (its affinity mask; the online CPUs if that cannot be read). */
 int gm_cpus_available(void);
+/* Whether `threads` busy threads in each of `processes_here` processes of one job on this host (this one
+ * included) outnumber the CPUs: this process's affinity mask, shared by all of them unless the launcher
+ * bound each process to CPUs of its own (the mask is then smaller than the host). */
+bool gm_threads_oversubscribed(long threads, long processes_here);
 
 /* Split [0, n) into `parts` nearly equal pieces, aligned to `align`; piece i is [*lo, *hi). */
 void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi);

@@ -23,21 +23,6 @@ static bool launched_by_mpirun(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
-/* AUTO: yield at once when this process's busy threads outnumber the CPUs it may use. Ranks that mpirun
- * started on this host share those CPUs too, unless it bound each rank to CPUs of its own (the mask is
- * then smaller than the host). */
-static gm_wait resolve_wait(const gm_load_options *o, int n_ranks) {
-    if (o->wait != GM_WAIT_AUTO) return o->wait;
-    long busy = (long)o->devices * o->threads_per_device;
-    int cpus = gm_cpus_available();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!local) local = getenv("MPI_LOCALNRANKS");
-    long ranks_here = n_ranks > 1 && local ? atol(local) : 1;
-    if (ranks_here > 1 && cpus >= online) busy *= ranks_here;
-    return busy > cpus ? GM_WAIT_YIELD : GM_WAIT_SPIN;
-}
-
 typedef struct load_job {
     gm_model *m;
     gm_status st[GM_MAX_DEVICES];
@@ -91,8 +76,9 @@ static void load_worker(void *ctx, int i, int n) {
         if (st == GM_OK) {
             m->dev[i].w = w, m->dev[i].fast = m->opt.precision == GM_PRECISION_FAST;
             gm_pool_set_spin(m->dev[i].pool, gm_model_spin(m));
+        } else {
+            snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
         }
-        else snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
     }
     if (st != GM_OK) gm_weights_free(&w, m->cfg.n_layers); /* a partial load too */
     j->st[i] = st;
@@ -217,7 +203,7 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
-        m->wait = resolve_wait(&opt, m->n_ranks);
+        m->wait = gm_comm_wait_policy(m->comm, opt.wait, (long)opt.devices * opt.threads_per_device);
         gm_comm_set_spin(m->comm, gm_model_spin(m));
         m->n_local = opt.devices;
         m->dev = calloc((size_t)m->n_local, sizeof *m->dev);

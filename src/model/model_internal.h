@@ -33,7 +33,7 @@ struct gm_model {
 };
 
 /* Spin iterations of this model's waits under its policy. */
-static inline int gm_model_spin(const gm_model *m) { return m->wait == GM_WAIT_YIELD ? 0 : GM_SPIN_DEFAULT; }
+static inline int gm_model_spin(const gm_model *m) { return gm_wait_spin(m->wait); }
 
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
 enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };

@@ -74,6 +74,14 @@ static void account(gm_comm *c, int local, double bytes, double t0) {
 
 void gm_comm_set_spin(gm_comm *c, int iters) { gm_barrier_set_spin(&c->barrier, iters); }
 
+gm_wait gm_comm_wait_policy(const gm_comm *c, gm_wait asked, long threads) {
+    if (asked != GM_WAIT_AUTO) return asked;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local) local = getenv("MPI_LOCALNRANKS");
+    long here = c->n_ranks > 1 && local ? atol(local) : 1;
+    return gm_threads_oversubscribed(threads, here < 1 ? 1 : here) ? GM_WAIT_YIELD : GM_WAIT_SPIN;
+}
+
 gm_status gm_comm_barrier(gm_comm *c, int local) {
     gm_barrier_wait(&c->barrier);
     if (c->n_ranks > 1 && local == 0) GM_TRY(gm_mpi_barrier());

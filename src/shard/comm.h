@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "base/threads.h"
+#include "gemma.h"
 
 typedef struct gm_comm gm_comm;
 
@@ -23,6 +25,12 @@ gm_status gm_comm_create(int n_local, int n_ranks, int rank, gm_comm **out);
 void gm_comm_free(gm_comm *c);
 /* Spin iterations of the local devices' waits in collectives (base/threads.h). */
 void gm_comm_set_spin(gm_comm *c, int iters);
+/* The wait policy for `threads` busy threads in each process of this mesh (gm_wait): `asked` unless it
+ * is AUTO, which becomes YIELD when they and those of the mesh's other ranks on this host (mpirun's
+ * OMPI_COMM_WORLD_LOCAL_SIZE or MPICH's MPI_LOCALNRANKS) outnumber the CPUs, else SPIN. */
+gm_wait gm_comm_wait_policy(const gm_comm *c, gm_wait asked, long threads);
+/* Spin iterations under a resolved policy. */
+static inline int gm_wait_spin(gm_wait w) { return w == GM_WAIT_YIELD ? 0 : GM_SPIN_DEFAULT; }
 
 int gm_comm_devices(const gm_comm *c);              /* all devices in the mesh */
 int gm_comm_local_devices(const gm_comm *c);

@@ -168,6 +168,7 @@ static gm_status dev_init(gm_trainer *t, gm_tdev *d, void *arg) {
     (void)arg;
     int NP = t->n_params, NU = t->n_units;
     GM_TRY(gm_gemm_ctx_create(t->opt.threads_per_device, &d->gemm));
+    gm_pool_set_spin(gm_gemm_ctx_pool(d->gemm), gm_wait_spin(t->wait));
     float ***ptrs[] = {&d->w, &d->g, &d->m, &d->v, &d->fr, &d->fc};
     for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++)
         if (!(*ptrs[k] = calloc((size_t)NP, sizeof(float *)))) return gm_fail(GM_ERR_NOMEM, "out of memory");
@@ -276,6 +277,8 @@ gm_status gm_trainer_create_ex(const char *path, const gm_train_options *o_in, i
         return gm_fail(GM_ERR_ARG, "devices %d: must be between 1 and %d", o.devices, GM_MAX_DEVICES);
     if (o.threads_per_device < 1 || o.threads_per_device > 256)
         return gm_fail(GM_ERR_ARG, "threads %d: must be between 1 and 256", o.threads_per_device);
+    if (o.wait != GM_WAIT_AUTO && o.wait != GM_WAIT_SPIN && o.wait != GM_WAIT_YIELD)
+        return gm_fail(GM_ERR_ARG, "wait %d: must be GM_WAIT_AUTO, GM_WAIT_SPIN or GM_WAIT_YIELD", (int)o.wait);
     if (o.lora_rank < 0 || o.lora_rank > 4096) return gm_fail(GM_ERR_ARG, "LoRA rank %d: must be 0..4096", o.lora_rank);
     if (o.lora_rank > 0 && o.lora_alpha == 0) o.lora_alpha = 2.0 * o.lora_rank;
     if (!(o.lr >= 0) || !isfinite(o.lr)) return gm_fail(GM_ERR_ARG, "learning rate %g: must be >= 0", o.lr);
@@ -305,6 +308,8 @@ gm_status gm_trainer_create_ex(const char *path, const gm_train_options *o_in, i
     if (st == GM_OK) st = check_ranks_agree(t);
     if (st == GM_OK) st = gm_comm_create(o.devices, t->n_ranks, t->rank, &t->comm);
     if (st == GM_OK) {
+        t->wait = gm_comm_wait_policy(t->comm, o.wait, (long)o.devices * o.threads_per_device);
+        gm_comm_set_spin(t->comm, gm_wait_spin(t->wait));
         t->n_local = o.devices;
         t->P = t->n_local * t->n_ranks;
         st = gm_train_plan(t);
@@ -316,6 +321,7 @@ gm_status gm_trainer_create_ex(const char *path, const gm_train_options *o_in, i
             t->dev[i].local = i, t->dev[i].global = gm_comm_global_index(t->comm, i);
     }
     if (st == GM_OK) st = gm_pool_create(t->n_local, &t->devices);
+    if (st == GM_OK) gm_pool_set_spin(t->devices, gm_wait_spin(t->wait));
     if (st == GM_OK) st = gm_train_run(t, dev_init, NULL);
     if (st != GM_OK) {
         gm_trainer_free(t);

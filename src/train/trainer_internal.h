@@ -58,6 +58,7 @@ struct gm_trainer {
     gm_source *src;
     gm_tokenizer *tok;
     gm_comm *comm;
+    gm_wait wait;               /* resolved: SPIN or YIELD */
     int n_local, rank, n_ranks, P;
     gm_tparam *params;
     int n_params;
