@@ -6,7 +6,9 @@
  *     its logits give PyTorch's loss of batch 6 after 5 steps;
  *   - a save that fails (file size limit = disk full) reports an error, deletes its temporaries and leaves the
  *     previous checkpoint byte for byte; an --out that cannot be a folder is refused by name;
- *   - a NaN loss stops the step with its number and changes nothing. */
+ *   - a NaN loss stops the step with its number and changes nothing;
+ *   - the LoRA run's first 5 steps wait by yielding (gm_train_options.wait) and still give PyTorch's losses;
+ *     an unknown wait value is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <signal.h>
@@ -171,9 +173,13 @@ static void lora_run(train_ref *r, const char *dir) {
     gm_train_options o;
     gm_trainer *t;
     train_ref_options(r, &o, 3, 1);
+    o.wait = (gm_wait)9;
+    CHECK(gm_trainer_create(r->folder, &o, &t) == GM_ERR_ARG && strstr(gm_last_error(), "wait"), "wait 9: %s",
+          gm_last_error());
+    o.wait = GM_WAIT_YIELD; /* the policy changes how threads wait, not one loss */
     CHECK(gm_trainer_create(r->folder, &o, &t) == GM_OK, "%s", gm_last_error());
     set_lora_curve(r, t);
-    steps(r, t, 0, 5, r->lora_losses, "LoRA, 3 devices");
+    steps(r, t, 0, 5, r->lora_losses, "LoRA, 3 devices, waits yielding");
     CHECK(gm_trainer_save(t, dir) == GM_OK, "save: %s", gm_last_error());
     gm_trainer_free(t);
     train_ref_options(r, &o, 2, 1);
