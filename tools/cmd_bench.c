@@ -221,7 +221,7 @@ int cmd_bench(int argc, char **argv) {
                    read_per_tok / 1e6, wbytes / 1e6, kvb * ndev / 1e6, G ? read_per_tok * decode_tps / 1e9 : 0.0);
             printf("kernels      %s, precision %s, KV cache %s, waits %s\n", cli_kernels_desc(),
                    mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32",
-                   gm_model_wait(m) == GM_WAIT_YIELD ? "yield (more busy threads than CPUs)" : "spin");
+                   gm_model_wait(m) == GM_WAIT_YIELD ? "yield" : "spin");
             if (greedy) printf("sampling     greedy (argmax)\n");
             else if (sp.cfg.method == GM_SAMPLE_TOP_K)
                 printf("sampling     top-k %d, T %g, seed %lld (in the decode time)\n", sp.cfg.top_k,
