@@ -56,6 +56,13 @@ static const char *sampling_name(gm_sample_method m) {
     return m == GM_SAMPLE_RANDOM ? "random" : m == GM_SAMPLE_TOP_K ? "top-k" : m == GM_SAMPLE_TOP_P ? "top-p" : "greedy";
 }
 
+/* The next token: a bare argmax when greedy, else the sampler of generate and chat. */
+static gm_status pick(bool greedy, gm_sampler *smp, const float *logits, int V, int32_t *tok) {
+    if (!greedy) return gm_sampler_next(smp, logits, (size_t)V, tok);
+    *tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
+    return GM_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     cli_model_flags mf;
     cli_model_flags_init(&mf);
@@ -129,8 +136,7 @@ int cmd_bench(int argc, char **argv) {
         }
         double t0 = gm_now_seconds();
         st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
-        if (st == GM_OK && greedy) tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
-        else if (st == GM_OK) st = gm_sampler_next(smp, logits, (size_t)V, &tok);
+        if (st == GM_OK) st = pick(greedy, smp, logits, V, &tok);
         double t_prefill = gm_now_seconds() - t0;
         /* what a user waits for: load, the first session and its prefill, picking the first token */
         if (rep == 0) t_first = gm_now_seconds() - t_start;
@@ -138,8 +144,7 @@ int cmd_bench(int argc, char **argv) {
         t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
             st = gm_session_forward(s, &tok, 1, logits, NULL);
-            if (st == GM_OK && greedy) tok = (int32_t)gm_argmax_f32(logits, (size_t)V);
-            else if (st == GM_OK) st = gm_sampler_next(smp, logits, (size_t)V, &tok);
+            if (st == GM_OK) st = pick(greedy, smp, logits, V, &tok);
         }
         double t_decode = gm_now_seconds() - t0;
         gm_comm_counters cc = gm_model_comm_counters(m);

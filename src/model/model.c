@@ -57,7 +57,7 @@ static void load_worker(void *ctx, int i, int n) {
                                                                        : m->opt.threads_per_device;
     gm_pool *loader = NULL;
     gm_status st = gm_pool_create(loaders, &loader);
-    gm_pool_set_spin(loader, gm_model_spin(m));
+    gm_pool_set_spin(loader, gm_wait_spin(m->wait));
     if (st == GM_OK) {
         st = gm_weights_load(m->src, m->sharding, total, global, loader, m->opt.weight_cache, &w);
         if (st == GM_ERR_NOMEM) /* say what the whole load needs, not only the allocation that failed */
@@ -75,7 +75,7 @@ static void load_worker(void *ctx, int i, int n) {
                             m->opt.cache_length);
         if (st == GM_OK) {
             m->dev[i].w = w, m->dev[i].fast = m->opt.precision == GM_PRECISION_FAST;
-            gm_pool_set_spin(m->dev[i].pool, gm_model_spin(m));
+            gm_pool_set_spin(m->dev[i].pool, gm_wait_spin(m->wait));
         } else {
             snprintf(j->err[i], sizeof j->err[i], "%s%s", st == GM_ERR_NOMEM ? "out of memory: " : "", gm_last_error());
         }
@@ -204,14 +204,14 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
     if (st == GM_OK) {
         m->wait = gm_comm_wait_policy(m->comm, opt.wait, (long)opt.devices * opt.threads_per_device);
-        gm_comm_set_spin(m->comm, gm_model_spin(m));
+        gm_comm_set_spin(m->comm, gm_wait_spin(m->wait));
         m->n_local = opt.devices;
         m->dev = calloc((size_t)m->n_local, sizeof *m->dev);
         m->scratch_logits = malloc((size_t)m->n_local * (size_t)m->cfg.vocab_size * sizeof(float));
         if (!m->dev || !m->scratch_logits) st = gm_fail(GM_ERR_NOMEM, "out of memory");
     }
     if (st == GM_OK) st = gm_pool_create(m->n_local, &m->devices);
-    if (st == GM_OK) gm_pool_set_spin(m->devices, gm_model_spin(m));
+    if (st == GM_OK) gm_pool_set_spin(m->devices, gm_wait_spin(m->wait));
     if (st == GM_OK) {
         load_job *j = calloc(1, sizeof *j);
         if (!j) st = gm_fail(GM_ERR_NOMEM, "out of memory");

@@ -32,9 +32,6 @@ struct gm_model {
     gm_wait wait;             /* resolved: GM_WAIT_SPIN or GM_WAIT_YIELD */
 };
 
-/* Spin iterations of this model's waits under its policy. */
-static inline int gm_model_spin(const gm_model *m) { return gm_wait_spin(m->wait); }
-
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
 enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };
 typedef struct gm_cmd {
