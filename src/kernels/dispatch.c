@@ -60,6 +60,7 @@ static cpu_features g_cpu;
 static const gm_kernel_ops *g_chosen;
 static const gm_packed_ops *g_packed;
 static const gm_vec_ops *g_vec;
+static size_t g_prefetch = 512;
 
 static void init_once(void) {
     g_cpu = detect();
@@ -75,6 +76,10 @@ static void init_once(void) {
                : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
                                                                     : &gm_packed_avx2;
     g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
+    const char *pf = getenv("GM_PREFETCH"); /* anything but 0..65536 in steps of 64 keeps the default */
+    char *end;
+    unsigned long v = pf ? strtoul(pf, &end, 10) : 1;
+    if (pf && *pf && !*end && v <= 65536 && v % 64 == 0) g_prefetch = v;
 }
 
 static const gm_kernel_ops *ops(void) {
@@ -107,6 +112,11 @@ bool gm_packed_int8_matmul(void) {
 
 bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
+}
+
+size_t gm_packed_prefetch_bytes(void) {
+    pthread_once(&g_once, init_once);
+    return g_prefetch;
 }
 
 bool gm_cpu_bf16(void) {

@@ -42,6 +42,9 @@ void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 /* Whether this CPU has AVX512_BF16 (false under GM_NO_BF16): the AVX-512 kernels' bf16 conversions and
  * dot products (--precision fast BF16 matmuls; without it they stay exact) */
 bool gm_cpu_bf16(void);
+/* How far ahead the packed quantized matvec (decode) prefetches its weight stream, in bytes: 512 by
+ * default, GM_PREFETCH=0..65536 (a multiple of 64) to change it, 0 to switch it off. Read once. */
+size_t gm_packed_prefetch_bytes(void);
 /* AMX needs the kernel's permission for the tile data state (Linux arch_prctl); false if refused. */
 bool gm_amx_enable(void);
 
