@@ -183,10 +183,13 @@ GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_
 GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
+    const size_t pf = gm_packed_prefetch_bytes(); /* as the AVX-512 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
+            if (pf)
+                for (size_t o = 0; o < tb; o += 64) _mm_prefetch((const char *)t + pf + o, _MM_HINT_T0);
             tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
