@@ -188,8 +188,7 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
-            if (pf)
-                for (size_t o = 0; o < tb; o += 64) _mm_prefetch((const char *)t + pf + o, _MM_HINT_T0);
+            prefetch_span(t, pf, tb);
             tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);

@@ -241,8 +241,7 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
-            if (pf) /* past the matrix's end is harmless: prefetches never fault */
-                for (size_t o = 0; o < 2 * tb; o += 64) _mm_prefetch((const char *)t + pf + o, _MM_HINT_T0);
+            prefetch_span(t, pf, 2 * tb);
             acc0 = tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
             acc1 = tile_apply(K, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1],
                               xq->qs + 4 * b + 4, acc1);
@@ -461,8 +460,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     const size_t pf = nt == 1 ? gm_packed_prefetch_bytes() : 0; /* one token (fast decode): as matvec_k */
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        if (pf)
-            for (size_t o = 0; o < tb; o += 64) _mm_prefetch((const char *)t + pf + o, _MM_HINT_T0);
+        prefetch_span(t, pf, tb);
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12

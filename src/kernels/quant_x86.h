@@ -26,6 +26,14 @@ GM_AI void prefetch_ahead(const uint8_t *p, int bytes) {
     for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + GM_PREFETCH_BYTES + o, _MM_HINT_T0);
 }
 
+/* Prefetch `bytes` starting `ahead` bytes past p, one request per cache line (the packed matvecs:
+ * gm_packed_prefetch_bytes() ahead of each tile; nothing when ahead is 0). Prefetches never fault, so
+ * running past the end of a matrix is harmless. */
+GM_AI void prefetch_span(const uint8_t *p, size_t ahead, size_t bytes) {
+    if (ahead)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
+}
+
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values
  * 16j .. 16j+15 have scale s[j]; 32-value types: s[0] (and o[0] for Q4_1 / Q5_1). */
 typedef struct qstate {
