@@ -77,9 +77,11 @@ static void init_once(void) {
                                                                     : &gm_packed_avx2;
     g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
     const char *pf = getenv("GM_PREFETCH"); /* anything but 0..65536 in steps of 64 keeps the default */
-    char *end;
-    unsigned long v = pf ? strtoul(pf, &end, 10) : 1;
-    if (pf && *pf && !*end && v <= 65536 && v % 64 == 0) g_prefetch = v;
+    if (pf && *pf) {
+        char *end;
+        unsigned long v = strtoul(pf, &end, 10);
+        if (!*end && v <= 65536 && v % 64 == 0) g_prefetch = v;
+    }
 }
 
 static const gm_kernel_ops *ops(void) {
