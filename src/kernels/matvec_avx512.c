@@ -39,7 +39,7 @@ GM_AI void float_rows(gm_dtype t, const uint8_t *w, size_t rb, size_t cols, cons
         __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            prefetch_ahead(w + r * rb + gm_kernels_bytes_of(t, i), (int)gm_kernels_bytes_of(t, 32));
+            prefetch_span(w + r * rb + gm_kernels_bytes_of(t, i), GM_ROW_PREFETCH_BYTES, gm_kernels_bytes_of(t, 32));
             acc[r][0] = _mm512_fmadd_ps(fload(t, w + r * rb, i, 0xffff), x0, acc[r][0]);
             acc[r][1] = _mm512_fmadd_ps(fload(t, w + r * rb, i + 16, 0xffff), x1, acc[r][1]);
         }
@@ -84,7 +84,7 @@ GM_AI void quant_rows(gm_dtype t, const uint8_t *w, size_t rb, size_t cols, cons
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             qprep(t, w + r * rb + i * bytes, &st[r]);
-            prefetch_ahead(w + r * rb + i * bytes, bytes);
+            prefetch_span(w + r * rb + i * bytes, GM_ROW_PREFETCH_BYTES, bytes);
         }
         const float *xb = x + i * blk;
 #pragma GCC unroll 8

@@ -233,8 +233,8 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     /* The panels are one contiguous stream. The hardware prefetcher alone leaves the loop waiting for
-     * memory; a short software lead helps (docs/BENCHMARKS.md "Prefetching the decode stream": +5-15 %
-     * tokens/s at 512 bytes on the 270M and 1B Q8_0), a long one hurts (4 KiB: -10-25 %). */
+     * memory; a short software lead helps (docs/BENCHMARKS.md "Prefetching the decode stream": +8-11 %
+     * tokens/s at 512 bytes on the 270M and 1B Q8_0), a long one hurts (4 KiB: -12-23 %). */
     const size_t pf = gm_packed_prefetch_bytes();
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;

@@ -15,20 +15,14 @@
 
 #define GM_AI static inline __attribute__((always_inline))
 
-/* matvec prefetches each row stream this far ahead: rows are streamed once, so the hardware
- * prefetcher alone leaves the loop waiting on DRAM (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640).
- * Prefetching past the end of a matrix is harmless (prefetches never fault). */
-enum { GM_PREFETCH_BYTES = 4096 };
+/* The f32 kernels on the file's layout (matvec_avx2.c, matvec_avx512.c) prefetch each row stream this
+ * far ahead: rows are streamed once, so the hardware prefetcher alone leaves the loop waiting on DRAM
+ * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch_bytes(). */
+enum { GM_ROW_PREFETCH_BYTES = 4096 };
 
-/* Prefetch the `bytes` (a compile-time constant after inlining) starting GM_PREFETCH_BYTES past p,
- * one request per cache line; consecutive calls on adjacent spans cover every line. */
-GM_AI void prefetch_ahead(const uint8_t *p, int bytes) {
-    for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + GM_PREFETCH_BYTES + o, _MM_HINT_T0);
-}
-
-/* Prefetch `bytes` starting `ahead` bytes past p, one request per cache line (the packed matvecs:
- * gm_packed_prefetch_bytes() ahead of each tile; nothing when ahead is 0). Prefetches never fault, so
- * running past the end of a matrix is harmless. */
+/* Prefetch `bytes` (a compile-time constant after inlining) starting `ahead` bytes past p, one request
+ * per cache line, nothing when ahead is 0; consecutive calls on adjacent spans cover every line.
+ * Prefetches never fault, so running past the end of a matrix is harmless. */
 GM_AI void prefetch_span(const uint8_t *p, size_t ahead, size_t bytes) {
     if (ahead)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
