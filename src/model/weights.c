@@ -16,14 +16,44 @@
  * The price is the first touch: right after the file filled the page cache a huge-page fault may go
  * through compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without; docs/BENCHMARKS.md, "Load").
  * The weight cache (weight_cache.h) avoids that price: its own file, read back in 2 MiB folios. */
-static void *alloc_weights(size_t bytes) {
-    size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
+#define HUGE_PAGE_BYTES (2u << 20)
+#define ARENA_CHUNK_BYTES (32u << 20)
+#define ARENA_MIN_OWN (4u << 20) /* matrices this large get an allocation of their own */
+
+static void *alloc_huge(size_t bytes) {
     void *p = NULL;
-    if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+    if (posix_memalign(&p, HUGE_PAGE_BYTES, bytes ? bytes : 64) != 0) return NULL;
 #ifdef MADV_HUGEPAGE
     const char *e = getenv("GM_HUGEPAGES");
-    if (align == (2u << 20) && !(e && *e == '0')) madvise(p, bytes, MADV_HUGEPAGE);
+    if (!(e && *e == '0')) madvise(p, bytes, MADV_HUGEPAGE);
 #endif
+    return p;
+}
+
+/* Small matrices are carved out of the arena's chunks, 64-byte aligned, so that they too sit in
+ * huge pages: on their own (a 1.25 MB matrix is never 2 MiB aligned) they were in 4 KiB pages. Sets
+ * *borrowed when the memory belongs to the arena. */
+static void *alloc_weights(gm_weight_arena *a, size_t bytes, bool *borrowed) {
+    *borrowed = false;
+    if (bytes >= ARENA_MIN_OWN) return alloc_huge(bytes);
+    size_t need = (bytes + 63) & ~(size_t)63;
+    if (a->n_chunks == 0 || a->size - a->used < need) {
+        if (a->n_chunks == a->cap_chunks) {
+            int cap = a->cap_chunks ? 2 * a->cap_chunks : 8;
+            void **c = realloc(a->chunks, (size_t)cap * sizeof *c);
+            if (!c) return NULL;
+            a->chunks = c;
+            a->cap_chunks = cap;
+        }
+        void *chunk = alloc_huge(ARENA_CHUNK_BYTES);
+        if (!chunk) return NULL;
+        a->chunks[a->n_chunks++] = chunk;
+        a->used = 0;
+        a->size = ARENA_CHUNK_BYTES;
+    }
+    void *p = (uint8_t *)a->chunks[a->n_chunks - 1] + a->used;
+    a->used += need;
+    *borrowed = true;
     return p;
 }
 
@@ -151,6 +181,7 @@ typedef struct load_ctx {
     gm_pool *pool;          /* the loader threads (may be NULL) */
     gm_stage *stages;       /* [pool size] */
     gm_weight_cache *cache; /* NULL without --weight-cache */
+    gm_weight_arena *arena; /* the device's small matrices */
 } load_ctx;
 
 static gm_status load_packed(const load_ctx *lc, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
@@ -162,11 +193,11 @@ static gm_status load_packed(const load_ctx *lc, const gm_tensor_info *t, gm_mat
         const void *p = gm_wcache_take(lc->cache, t->name, t->type, m->rows, m->cols, pbytes);
         if (p) {
             m->packed.data = (uint8_t *)p; /* read-only mapping: the kernels only read */
-            m->mapped = true;
+            m->borrowed = true;
             return GM_OK;
         }
     }
-    m->packed.data = alloc_weights(pbytes);
+    m->packed.data = alloc_weights(lc->arena, pbytes, &m->borrowed);
     if (!m->packed.data)
         return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(lc->src),
                        pbytes, t->name, lc->dev);
@@ -229,7 +260,7 @@ static gm_status load_matrix(const load_ctx *lc, const char *name, uint64_t ne0,
     if (!exact_mode() && gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols) > 0)
         return load_packed(lc, t, m, di, bytes);
     size_t total = (size_t)(m->rows * m->row_bytes);
-    m->data = alloc_weights(total);
+    m->data = alloc_weights(lc->arena, total, &m->borrowed);
     if (!m->data)
         return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(src), total,
                        name, dev);
@@ -254,8 +285,10 @@ void gm_matrix_row(const gm_matrix *m, uint64_t r, float *out) {
 }
 
 static void free_matrix(gm_matrix *m) {
-    free(m->data);
-    if (!m->mapped) free(m->packed.data);
+    if (!m->borrowed) {
+        free(m->data);
+        free(m->packed.data);
+    }
     free(m->off);
     memset(m, 0, sizeof *m);
 }
@@ -302,7 +335,7 @@ gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int
                           const char *cache_dir, gm_device_weights *w) {
     memset(w, 0, sizeof *w);
     int n = gm_pool_size(pool);
-    load_ctx lc = {src, rule, n_dev, dev, pool, calloc((size_t)n, sizeof(gm_stage)), NULL};
+    load_ctx lc = {src, rule, n_dev, dev, pool, calloc((size_t)n, sizeof(gm_stage)), NULL, &w->arena};
     if (!lc.stages) return gm_fail(GM_ERR_NOMEM, "out of memory");
     gm_status st = cache_dir && !exact_mode() ? gm_wcache_open(cache_dir, src, rule, n_dev, dev, &lc.cache) : GM_OK;
     if (st == GM_OK) st = load_all(&lc, w);
@@ -337,6 +370,8 @@ void gm_weights_free(gm_device_weights *w, int n_layers) {
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) free_matrix(ms[i]);
     }
     free(w->layers);
+    for (int i = 0; i < w->arena.n_chunks; i++) free(w->arena.chunks[i]);
+    free(w->arena.chunks);
     gm_wcache_unmap(w->cache_map, w->cache_map_bytes);
     memset(w, 0, sizeof *w);
 }

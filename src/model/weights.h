@@ -21,7 +21,8 @@ typedef struct gm_matrix {
     void *data;            /* [rows][row_bytes] as stored in the file, or NULL when packed */
     gm_packed packed;      /* quantized types: the local slice as 16-row panels (packed.data != NULL) */
     uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
-    bool mapped;           /* packed.data points into the weight cache's mapping (not to be freed) */
+    bool borrowed;         /* data / packed.data point into the weight cache's mapping or the device's
+                            * arena of small matrices: not freed one by one */
 } gm_matrix;
 
 typedef struct gm_layer_weights {
@@ -38,12 +39,21 @@ typedef struct gm_layer_weights {
     gm_matrix down;        /* [D rows][F cols] */
 } gm_layer_weights;
 
+/* Matrices under GM_ARENA_MIN_OWN bytes (every layer matrix of the 270M) are carved out of shared
+ * chunks, 2 MiB aligned, so that they sit in transparent huge pages like the large ones. */
+typedef struct gm_weight_arena {
+    void **chunks;         /* [n_chunks] */
+    int n_chunks, cap_chunks;
+    size_t used, size;     /* bytes handed out of / held by the newest chunk */
+} gm_weight_arena;
+
 typedef struct gm_device_weights {
     gm_matrix embed;       /* token_embd: [V rows][D cols]; also the tied output projection */
     float *final_norm;     /* [D] */
     gm_layer_weights *layers;
     uint64_t bytes;        /* bytes this device holds */
-    void *cache_map;       /* the weight cache file, mapped (matrices with `mapped` point into it) */
+    gm_weight_arena arena; /* small matrices (`borrowed`) */
+    void *cache_map;       /* the weight cache file, mapped (`borrowed` matrices may point into it) */
     size_t cache_map_bytes;
     int cache_hits, cache_misses; /* matrices mapped from the weight cache / packed anew */
     char cache_note[320];  /* why the weight cache could not be written ("" when it could) */
