@@ -10,6 +10,8 @@
 #include "kernels/ops.h"
 #include "kernels/packed.h"
 
+enum { XQ_TERM_STAGGER = 1344 }; /* 21 cache lines */
+
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
 gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
@@ -47,9 +49,16 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.d = malloc(nblk * sizeof(float));
     d->xq.s = malloc(nblk * sizeof(float));
     d->xq.qs = malloc(4 * nblk * sizeof(int32_t));
-    d->xq.hi = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
-    d->xq.mid = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
-    d->xq.lo = aligned_alloc(64, (nh * sizeof(uint16_t) + 63) / 64 * 64);
+    /* The three bf16 terms in one block, each starting XQ_TERM_STAGGER bytes further into its page than
+     * the one before. The AMX matmul loads the same tile of all three: at equal page offsets their
+     * rows fight for the same cache sets, and 1B Q8_0 prefill ran 15-20 % slower (whether separate
+     * allocations landed there depended on malloc's state; docs/BENCHMARKS.md, "Prefill and where the
+     * activations sit"). */
+    size_t term = (nh * sizeof(uint16_t) + 4095) / 4096 * 4096 + XQ_TERM_STAGGER;
+    uint8_t *terms = aligned_alloc(4096, (3 * term + 4095) / 4096 * 4096);
+    d->xq.hi = (uint16_t *)terms;
+    d->xq.mid = terms ? (uint16_t *)(terms + term) : NULL;
+    d->xq.lo = terms ? (uint16_t *)(terms + 2 * term) : NULL;
     /* the int8 terms of batched products (3 bytes per value; only where the kernels use them) */
     bool int8 = T > 1 && gm_packed_int8_matmul();
     if (int8) {
@@ -83,9 +92,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.d);
     free(d->xq.s);
     free(d->xq.qs);
-    free(d->xq.hi);
-    free(d->xq.mid);
-    free(d->xq.lo);
+    free(d->xq.hi); /* mid and lo live in the same block */
     free(d->xq.b8);
     free(d->xq.e8);
     free(d->xq.s8);
