@@ -39,7 +39,7 @@ typedef struct gm_layer_weights {
     gm_matrix down;        /* [D rows][F cols] */
 } gm_layer_weights;
 
-/* Matrices under GM_ARENA_MIN_OWN bytes (every layer matrix of the 270M) are carved out of shared
+/* Matrices under 4 MiB (ARENA_MIN_OWN in weights.c; every layer matrix of the 270M) are carved out of shared
  * chunks, 2 MiB aligned, so that they sit in transparent huge pages like the large ones. */
 typedef struct gm_weight_arena {
     void **chunks;         /* [n_chunks] */
