@@ -37,7 +37,7 @@ static void *alloc_weights(gm_weight_arena *a, size_t bytes, bool *borrowed) {
     *borrowed = false;
     if (bytes >= ARENA_MIN_OWN) return alloc_huge(bytes);
     size_t need = (bytes + 63) & ~(size_t)63;
-    if (a->n_chunks == 0 || a->size - a->used < need) {
+    if (a->n_chunks == 0 || ARENA_CHUNK_BYTES - a->used < need) {
         if (a->n_chunks == a->cap_chunks) {
             int cap = a->cap_chunks ? 2 * a->cap_chunks : 8;
             void **c = realloc(a->chunks, (size_t)cap * sizeof *c);
@@ -49,7 +49,6 @@ static void *alloc_weights(gm_weight_arena *a, size_t bytes, bool *borrowed) {
         if (!chunk) return NULL;
         a->chunks[a->n_chunks++] = chunk;
         a->used = 0;
-        a->size = ARENA_CHUNK_BYTES;
     }
     void *p = (uint8_t *)a->chunks[a->n_chunks - 1] + a->used;
     a->used += need;

@@ -44,7 +44,7 @@ typedef struct gm_layer_weights {
 typedef struct gm_weight_arena {
     void **chunks;         /* [n_chunks] */
     int n_chunks, cap_chunks;
-    size_t used, size;     /* bytes handed out of / held by the newest chunk */
+    size_t used;           /* bytes handed out of the newest chunk (each holds 32 MiB) */
 } gm_weight_arena;
 
 typedef struct gm_device_weights {
