@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One write per message: stderr is unbuffered, and under mpirun the ranks' lines would interleave. */
 static int vreport(int code, const char *cmd, const char *fmt, va_list ap) {
-    fprintf(stderr, "gemma %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char msg[4096];
+    int n = snprintf(msg, sizeof msg, "gemma %s: ", cmd);
+    if (n < 0 || (size_t)n >= sizeof msg) n = 0;
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    fprintf(stderr, "%s\n", msg);
     return code;
 }
 

@@ -116,30 +116,24 @@ static gm_status check_tokenizer(gm_model *m, const char *path) {
     return GM_OK;
 }
 
-/* Under MPI all ranks must run the same file with the same options: compare a digest of both. */
+/* Under MPI all ranks must run the same file with the same options: compare a digest of both. Every
+ * rank learns which rank differs first and how, so the message is whole whichever rank prints it. */
 static gm_status check_ranks_agree(gm_model *m) {
     if (m->n_ranks == 1) return GM_OK;
     uint64_t digest[6] = {gm_source_fingerprint(m->src), (uint64_t)m->opt.devices, (uint64_t)m->sharding,
                           (uint64_t)m->opt.cache_length, (uint64_t)m->opt.precision, (uint64_t)gm_model_kv_type(m)};
-    uint64_t root[6];
-    memcpy(root, digest, sizeof root);
-    GM_TRY(gm_mpi_broadcast(root, sizeof root));
-    float mismatch = memcmp(root, digest, sizeof root) != 0 ? 1.0f : 0.0f;
-    float mine = mismatch;
-    GM_TRY(gm_mpi_all_reduce(&mismatch, 1));
-    if (mine > 0)
-        return gm_fail(GM_ERR_ARG,
-                       "rank %d: model file or flags differ from rank 0 (file fingerprint %016llx vs %016llx, devices "
-                       "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu, precision %llu vs %llu, kv cache type "
-                       "%llu vs %llu); every rank must run the same command on the same file",
-                       m->rank, (unsigned long long)digest[0], (unsigned long long)root[0], (unsigned long long)digest[1],
-                       (unsigned long long)root[1], (unsigned long long)digest[2], (unsigned long long)root[2],
-                       (unsigned long long)digest[3], (unsigned long long)root[3], (unsigned long long)digest[4],
-                       (unsigned long long)root[4], (unsigned long long)digest[5], (unsigned long long)root[5]);
-    if (mismatch > 0)
-        return gm_fail(GM_ERR_ARG, "rank %d: another rank runs a different model file or different flags; refusing to start",
-                       m->rank);
-    return GM_OK;
+    gm_disagreement d;
+    GM_TRY(gm_mpi_find_disagreement(digest, 6, &d));
+    if (d.first < 0) return GM_OK;
+    const uint64_t *x = d.theirs, *r = d.root;
+    return gm_fail(GM_ERR_ARG,
+                   "rank %d: model file or flags differ from rank 0 (file fingerprint %016llx vs %016llx, devices "
+                   "%llu vs %llu, sharding %llu vs %llu, cache %llu vs %llu, precision %llu vs %llu, kv cache type "
+                   "%llu vs %llu)%s; every rank must run the same command on the same file",
+                   d.first, (unsigned long long)x[0], (unsigned long long)r[0], (unsigned long long)x[1],
+                   (unsigned long long)r[1], (unsigned long long)x[2], (unsigned long long)r[2], (unsigned long long)x[3],
+                   (unsigned long long)r[3], (unsigned long long)x[4], (unsigned long long)r[4], (unsigned long long)x[5],
+                   (unsigned long long)r[5], d.count > 1 ? " and other ranks differ too" : "");
 }
 
 typedef struct tok_job {

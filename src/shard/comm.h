@@ -69,4 +69,14 @@ gm_status gm_mpi_barrier(void);
 gm_status gm_mpi_reduce_scatter(const float *in, float *out, const size_t *rank_off);
 bool gm_mpi_available(void);
 
+/* Do the ranks agree? Every rank passes its digest[0..n) (n <= GM_DIGEST_MAX); every rank learns the
+ * lowest rank whose digest differs from rank 0's (first = -1 when all agree), how many differ, and
+ * that rank's and rank 0's digests, so any rank can print the whole story (src/shard/agree.c). */
+enum { GM_DIGEST_MAX = 16 };
+typedef struct gm_disagreement {
+    int first, count;
+    uint64_t theirs[GM_DIGEST_MAX], root[GM_DIGEST_MAX];
+} gm_disagreement;
+gm_status gm_mpi_find_disagreement(const uint64_t *digest, int n, gm_disagreement *out);
+
 #endif

@@ -250,18 +250,17 @@ static void dev_free(gm_trainer *t, gm_tdev *d) {
 static gm_status check_ranks_agree(gm_trainer *t) {
     if (t->n_ranks == 1) return GM_OK;
     const gm_train_options *o = &t->opt;
-    double digest[10] = {(double)(gm_source_fingerprint(t->src) >> 12), o->devices, o->lora_rank, o->lora_alpha,
-                         o->optimizer, o->lr, o->beta1, o->beta2, o->weight_decay, (double)o->seed};
-    double root[10];
-    memcpy(root, digest, sizeof root);
-    GM_TRY(gm_mpi_broadcast(root, sizeof root));
-    float mismatch = memcmp(root, digest, sizeof root) != 0 ? 1.0f : 0.0f, mine = mismatch;
-    GM_TRY(gm_mpi_all_reduce(&mismatch, 1));
-    if (mine > 0 || mismatch > 0)
-        return gm_fail(GM_ERR_ARG, "rank %d: %s; every rank must train the same model with the same options", t->rank,
-                       mine > 0 ? "model file or training options differ from rank 0's"
-                                : "another rank has a different model file or options");
-    return GM_OK;
+    double opts[9] = {o->devices, o->lora_rank, o->lora_alpha, o->optimizer, o->lr,
+                      o->beta1, o->beta2, o->weight_decay, (double)o->seed};
+    uint64_t digest[10] = {gm_source_fingerprint(t->src)};
+    memcpy(digest + 1, opts, sizeof opts);
+    gm_disagreement d;
+    GM_TRY(gm_mpi_find_disagreement(digest, 10, &d));
+    if (d.first < 0) return GM_OK;
+    bool file = d.theirs[0] != d.root[0], opts_differ = memcmp(d.theirs + 1, d.root + 1, sizeof opts) != 0;
+    return gm_fail(GM_ERR_ARG, "rank %d: %s differ%s from rank 0's%s; every rank must train the same model with the same options",
+                   d.first, file && opts_differ ? "model file and training options" : file ? "model file" : "training options",
+                   file && !opts_differ ? "s" : "", d.count > 1 ? " (and other ranks differ too)" : "");
 }
 
 gm_status gm_trainer_create(const char *path, const gm_train_options *o, gm_trainer **out) {

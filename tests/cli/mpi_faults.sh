@@ -3,7 +3,9 @@
 #   - a rank killed with SIGKILL mid-generation (rank 1, then rank 0): mpirun and every other rank exit
 #     non-zero within 10 s and mpirun's message names the lost rank ("process rank N");
 #   - ranks given different model files, or different flags: every rank refuses before loading weights
-#     (the library compares a fingerprint of the file and the options) and the job exits non-zero;
+#     (the library compares a fingerprint of the file and the options) and the job exits non-zero; every rank
+#     learns which rank differs and how, so the message is whole whichever rank prints first;
+#   - training with different options on rank 1: the job refuses to train;
 #   - one rank cannot open its file: it names the file and the job stops instead of hanging.
 # Skipped when mpirun is missing or the CLI was built without MPI.
 set -u
@@ -97,6 +99,10 @@ mpmd "same shapes, different weights" "differ from rank 0" \
   generate -m "$CHAT" -n 3 hello ::: generate -m "$tmp/copy" -n 3 hello
 mpmd "different --cache-length" "cache 100 vs 4096" \
   generate -m "$CHAT" -n 3 hello ::: generate -m "$CHAT" --cache-length 100 -n 3 hello
+printf '{"prompt": "hi", "response": "there"}\n%.0s' 1 2 3 4 >"$tmp/train.jsonl"
+mpmd "train: different --lr" "rank 1: training options differ from rank 0's" \
+  train -m "$CHAT" --data "$tmp/train.jsonl" --batch 2 --seq-len 16 --steps 1 --lr 1e-2 ::: \
+  train -m "$CHAT" --data "$tmp/train.jsonl" --batch 2 --seq-len 16 --steps 1 --lr 1e-3
 mpmd "rank 1 cannot open its file" "$tmp/missing: cannot open" \
   generate -m "$CHAT" -n 3 hello ::: generate -m "$tmp/missing" -n 3 hello
 
