@@ -2,8 +2,11 @@
  * the Gemma 3 270M embedding shape (262144 x 640) and a 1B MLP layer shape (6912 x 1152), and matmul
  * GFLOP/s at T = 64 inputs on the layer shape. Single-threaded, best of several runs.
  *
+ * With --pack: load-time packing GB/s (GGUF bytes per second) per type on an 8192 x 1024 matrix,
+ * each type's fast path against the generic per-value one (gm_pack_rows_ref).
+ *
  * usage: bench_kernels [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time SECONDS]
- *                      [--no-embed] */
+ *                      [--no-embed] [--pack] */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -72,21 +75,63 @@ typedef struct shape {
     size_t rows, cols;
 } shape;
 
+/* GB/s of GGUF bytes that fn packs, best of runs lasting min_time in all. */
+static double pack_rate(void (*fn)(gm_packed *, const void *, size_t, size_t, size_t), gm_packed *P, const uint8_t *w,
+                        size_t rb, double min_time) {
+    double best = 1e30, start = gm_now_seconds();
+    int runs = 0;
+    do {
+        double t0 = gm_now_seconds();
+        fn(P, w, rb, 0, P->rows);
+        double dt = gm_now_seconds() - t0;
+        best = dt < best ? dt : best;
+        runs++;
+    } while (gm_now_seconds() - start < min_time || runs < 3);
+    return (double)rb * (double)P->rows / best / 1e9;
+}
+
+static int bench_pack(const char *types_arg, double min_time) {
+    static const gm_dtype types[] = {GM_BF16, GM_Q4_0, GM_Q4_1, GM_Q5_0, GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K};
+    const size_t rows = 8192, cols = 1024;
+    printf("packing %zu x %zu, single thread, GB/s of GGUF bytes, best of runs >= %.2f s\n\n", rows, cols, min_time);
+    printf("%-6s %10s %10s\n", "type", "fast", "generic");
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        gm_dtype t = types[ti];
+        if (!listed(types_arg, gm_dtype_get(t)->name)) continue;
+        size_t rb;
+        uint8_t *w = make_weights(t, rows, cols, &rb);
+        gm_packed P;
+        gm_pack_describe(t, rows, cols, &P);
+        P.data = aligned_alloc(64, (gm_packed_bytes(t, rows, cols) + 63) / 64 * 64);
+        if (!w || !P.data) {
+            fprintf(stderr, "out of memory for %s\n", gm_dtype_get(t)->name);
+            return 1;
+        }
+        double fast = pack_rate(gm_pack_rows, &P, w, rb, min_time), ref = pack_rate(gm_pack_rows_ref, &P, w, rb, min_time);
+        printf("%-6s %10.2f %10.2f\n", gm_dtype_get(t)->name, fast, ref);
+        free(P.data);
+        free(w);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *types_arg = NULL, *isa_arg = NULL;
     double min_time = 0.25;
-    int embed = 1;
+    int embed = 1, pack = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--types") && i + 1 < argc) types_arg = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa_arg = argv[++i];
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-embed")) embed = 0;
+        else if (!strcmp(argv[i], "--pack")) pack = 1;
         else {
-            fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed]\n",
+            fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed] [--pack]\n",
                     argv[0]);
             return 2;
         }
     }
+    if (pack) return bench_pack(types_arg, min_time);
     static const gm_dtype types[] = {GM_F32,  GM_F16,  GM_BF16, GM_Q4_0, GM_Q4_1, GM_Q5_0,
                                      GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K};
     static const char *isas[] = {"scalar", "avx2", "avx512"};

@@ -1,6 +1,7 @@
 /* Re-laying quantized GGUF matrices out as 16-row panels (layout in packed.h), reading single rows
- * back, and quantizing activations to int16. Scalar code: it runs once per weight at load time (the
- * hot loop of packing Q8_0, the embedding's type, has its own fast path) and per activation vector. */
+ * back, and quantizing activations to int16. It runs once per weight at load time: a generic
+ * per-value path for every type (the reference), and SSE2 paths for the types real files hold most
+ * of (Q8_0, BF16, Q5_0, Q4_K, Q6_K); the activation code runs per input vector. */
 #include <emmintrin.h>
 #include <math.h>
 #include <string.h>
@@ -232,6 +233,53 @@ static void pack_bf16_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
     }
 }
 
+/* The nibble bytes of one row's 32-column tile from two 16-byte halves of 4-bit codes that sit in
+ * the low (shift 0) or high (shift 4) nibbles: byte m = code m | code (m + 16) << 4. */
+static __m128i nibble_pairs(const uint8_t *q, int shift) {
+    const __m128i lo4 = _mm_set1_epi8(0x0f), hi4 = _mm_set1_epi8((char)0xf0);
+    __m128i a = _mm_loadu_si128((const __m128i *)q), b = _mm_loadu_si128((const __m128i *)(q + 16));
+    if (shift == 0) return _mm_or_si128(_mm_and_si128(a, lo4), _mm_and_si128(_mm_slli_epi16(b, 4), hi4));
+    return _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), lo4), _mm_and_si128(b, hi4));
+}
+
+/* Bit `bit` of each of the 32 bytes q[0..31], as a 32-bit mask (bit l = byte l's). */
+static uint32_t bit_mask32(const uint8_t *q, int bit) {
+    __m128i a = _mm_loadu_si128((const __m128i *)q), b = _mm_loadu_si128((const __m128i *)(q + 16));
+    /* a 16-bit shift moves each byte's bit `bit` to its bit 7 (the low byte's spill lands below it) */
+    a = _mm_slli_epi16(a, 7 - bit), b = _mm_slli_epi16(b, 7 - bit);
+    return (uint32_t)_mm_movemask_epi8(a) | (uint32_t)_mm_movemask_epi8(b) << 16;
+}
+
+/* Plane words from the rows' column masks: word p takes bits 2p, 2p + 1 of row r's mask at bits
+ * 2r, 2r + 1, i.e. a transpose of 16 x 16 two-bit cells, done in place by swapping blocks of 8, 4, 2
+ * and 1 cells (row r of w in, plane word p out). */
+static void transpose_cells2(uint32_t w[16]) {
+    static const struct { int rows, shift; uint32_t mask; } level[4] = {
+        {8, 16, 0x0000ffffu}, {4, 8, 0x00ff00ffu}, {2, 4, 0x0f0f0f0fu}, {1, 2, 0x33333333u}};
+    for (int l = 0; l < 4; l++) {
+        int d = level[l].rows, s = level[l].shift;
+        for (int r = 0; r < 16; r++) {
+            if (r & d) continue; /* r is the upper row of a pair (r, r + d) */
+            uint32_t t = ((w[r] >> s) ^ w[r + d]) & level[l].mask;
+            w[r + d] ^= t;
+            w[r] ^= t << s;
+        }
+    }
+}
+
+static void put_plane(uint8_t *o, const uint32_t plane[16]) {
+    for (int p = 0; p < 16; p++, o += 4) o[0] = (uint8_t)plane[p], o[1] = (uint8_t)(plane[p] >> 8), o[2] = (uint8_t)(plane[p] >> 16), o[3] = (uint8_t)(plane[p] >> 24);
+}
+
+/* The 16 rows' nibble bytes of a tile, transposed into place (as for Q5_0 above). */
+static void put_nibbles(uint8_t *t, const __m128i in[16]) {
+    for (int h = 0; h < 2; h++) {
+        __m128i out[8];
+        transpose8x16(in + 8 * h, out);
+        for (int g = 0; g < 8; g++) _mm_storeu_si128((__m128i *)(t + 32 * g + 16 * h), out[g]);
+    }
+}
+
 /* Q5_0 -> N5D: byte 32g + 2r + j of a tile is byte 2g + j of row r's qs (low nibble = element
  * 2g + j, high nibble = element 2g + j + 16, as in the tile), so the nibbles are an 8 x 16 transpose
  * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. */
@@ -248,18 +296,70 @@ static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
             }
             const uint8_t *blk = W + r * rb + b * 22;
             memcpy(t + 320 + 2 * r, blk, 2);
-            uint32_t qh = gm_kernels_le32(blk + 2);
-            for (int p = 0; p < 16; p++) plane[p] |= ((qh >> (2 * p)) & 3u) << (2 * r);
+            plane[r] = gm_kernels_le32(blk + 2); /* row r's bit 4 of each column */
             in[r] = _mm_loadu_si128((const __m128i *)(blk + 6));
         }
-        for (int h = 0; h < 2; h++) { /* rows 8h..8h+7 */
-            __m128i out[8];
-            transpose8x16(in + 8 * h, out);
-            for (int g = 0; g < 8; g++) _mm_storeu_si128((__m128i *)(t + 32 * g + 16 * h), out[g]);
+        put_nibbles(t, in);
+        transpose_cells2(plane);
+        put_plane(t + 256, plane);
+    }
+}
+
+/* Q4_K -> N4SM and Q6_K -> N6, one 256-value block (8 tiles) of 16 rows at a time: the same bytes
+ * as the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster
+ * (the generic path assembles bit planes one bit at a time). */
+static void pack_k_panel(gm_dtype from, uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t blocks,
+                         size_t tile_bytes) {
+    const size_t bbytes = from == GM_Q4_K ? 144 : 210, so = scale_offset(from == GM_Q4_K ? GM_PK_N4SM : GM_PK_N6);
+    for (size_t bi = 0; bi < blocks; bi++) {
+        uint8_t *tiles = dst + bi * 8 * tile_bytes;
+        __m128i in[8][16];
+        uint32_t plane4[8][16] = {{0}}, plane5[8][16] = {{0}};
+        for (size_t r = 0; r < 16; r++) {
+            if (r >= nrows) {
+                for (int k = 0; k < 8; k++) {
+                    in[k][r] = _mm_setzero_si128();
+                    put_f32(tiles + (size_t)k * tile_bytes + so + 4 * r, 0.0f);
+                    put_f32(tiles + (size_t)k * tile_bytes + so + 64 + 4 * r, 0.0f);
+                }
+                continue;
+            }
+            const uint8_t *b = W + r * rb + bi * bbytes;
+            if (from == GM_Q4_K) {
+                float d = F16(b), dmin = F16(b + 2);
+                const uint8_t *sc12 = b + 4, *qs = b + 16;
+                for (int k = 0; k < 8; k++) {
+                    int sc = k < 4 ? sc12[k] & 63 : (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4);
+                    int mm = k < 4 ? sc12[k + 4] & 63 : (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4);
+                    uint8_t *t = tiles + (size_t)k * tile_bytes;
+                    put_f32(t + so + 4 * r, d * (float)sc);
+                    put_f32(t + so + 64 + 4 * r, -(dmin * (float)mm));
+                    in[k][r] = nibble_pairs(qs + 32 * (k / 2), 4 * (k & 1));
+                }
+            } else {
+                const uint8_t *ql = b, *qh = b + 128;
+                const int8_t *sc = (const int8_t *)(b + 192);
+                float d = F16(b + 208);
+                for (int k = 0; k < 8; k++) {
+                    int h = k / 4, kk = k % 4;
+                    uint8_t *t = tiles + (size_t)k * tile_bytes;
+                    put_f32(t + so + 4 * r, d * (float)sc[2 * k]);
+                    put_f32(t + so + 64 + 4 * r, d * (float)sc[2 * k + 1]);
+                    in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
+                    plane4[k][r] = bit_mask32(qh + 32 * h, 2 * kk);
+                    plane5[k][r] = bit_mask32(qh + 32 * h, 2 * kk + 1);
+                }
+            }
         }
-        for (int p = 0; p < 16; p++) {
-            uint8_t *o = t + 256 + 4 * p;
-            o[0] = (uint8_t)plane[p], o[1] = (uint8_t)(plane[p] >> 8), o[2] = (uint8_t)(plane[p] >> 16), o[3] = (uint8_t)(plane[p] >> 24);
+        for (int k = 0; k < 8; k++) {
+            uint8_t *t = tiles + (size_t)k * tile_bytes;
+            put_nibbles(t, in[k]);
+            if (from == GM_Q6_K) {
+                transpose_cells2(plane4[k]);
+                transpose_cells2(plane5[k]);
+                put_plane(t + 256, plane4[k]);
+                put_plane(t + 320, plane5[k]);
+            }
         }
     }
 }
@@ -288,7 +388,7 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
         }
 }
 
-void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1) {
+static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1, bool fast) {
     const size_t tiles = P->cols / 32, blk = block_of(P->from), per_block = blk / 32;
     const size_t bbytes = gm_kernels_bytes_of(P->from, blk);
     const size_t so = scale_offset(P->kind);
@@ -298,7 +398,7 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
         uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
         size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
         const uint8_t *src = (const uint8_t *)W + (p0 - r0) * row_bytes;
-        if (P->from == GM_Q8_0) {
+        if (fast && P->from == GM_Q8_0) {
             pack_q8_0_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
@@ -306,8 +406,12 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
             pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
-        if (P->from == GM_Q5_0) {
+        if (fast && P->from == GM_Q5_0) {
             pack_q5_0_panel(panel, src, row_bytes, nrows, tiles);
+            continue;
+        }
+        if (fast && (P->from == GM_Q4_K || P->from == GM_Q6_K)) {
+            pack_k_panel(P->from, panel, src, row_bytes, nrows, P->cols / 256, P->tile_bytes);
             continue;
         }
         memset(panel, 0, P->panel_bytes);
@@ -339,6 +443,14 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
             for (size_t k = 0; k < per_block; k++) put_codes(P->kind, panel + (bi * per_block + k) * P->tile_bytes, codes[k]);
         }
     }
+}
+
+void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1) {
+    pack_rows(P, W, row_bytes, r0, r1, true);
+}
+
+void gm_pack_rows_ref(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1) {
+    pack_rows(P, W, row_bytes, r0, r1, false);
 }
 
 void gm_packed_row(const gm_packed *P, size_t r, float *out) {

@@ -84,6 +84,8 @@ void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
  * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
  * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */
 void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1);
+/* The same through the generic per-value path (BF16 has only its fast one): the test reference. */
+void gm_pack_rows_ref(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1);
 /* Row r of P as f32, identical to gm_dequant_row of the original row. */
 void gm_packed_row(const gm_packed *P, size_t r, float *out);
 

@@ -118,11 +118,13 @@ static gm_status read_slice_rows(const gm_source *src, const gm_tensor_info *t, 
     return GM_OK;
 }
 
-/* A quantized (or BF16) slice, packed into 16-row panels. The device's threads each read and pack a
- * share of the panels through their own staging buffer of about 1 MiB, so the copy out of the page
- * cache, the first touch of the new pages and the packing all run in parallel. The staging buffers
- * live for the whole load (one per loader thread, grown on demand): a fresh 1 MiB malloc per tensor
- * is a fresh mmap, whose pages the kernel zeroes and unmaps each time. */
+/* Quantized (and BF16) slices are packed into 16-row panels after every matrix has its memory: all
+ * of them in one pass of the loader threads, in pieces of about 1 MiB of file rows that the threads
+ * claim as they come, so the copy out of the page cache, the first touch of the new pages and the
+ * packing run in parallel for the small layer matrices too (one at a time, a 1 MiB matrix was not
+ * worth waking the other threads for, and the 270M's layers loaded on one thread). Each thread
+ * stages rows through its own buffer, kept for the whole pass: a fresh 1 MiB malloc per piece is a
+ * fresh mmap, whose pages the kernel zeroes and unmaps each time. */
 typedef struct gm_stage {
     uint8_t *buf, *row;
     size_t cap, row_cap;
@@ -137,40 +139,13 @@ static bool stage_reserve(uint8_t **p, size_t *cap, size_t want) {
     return true;
 }
 
-typedef struct pack_job {
-    const gm_source *src;
+typedef struct pack_item {
     const gm_tensor_info *t;
     gm_matrix *m;
     const gm_dtype_info *di;
-    gm_stage *stages; /* [pool size] */
-    gm_status st[256];
-    char err[256][160];
-} pack_job;
-
-static void pack_worker(void *ctx, int i, int n) {
-    pack_job *j = ctx;
-    gm_matrix *m = j->m;
-    gm_stage *sg = &j->stages[i];
-    size_t panels = ((size_t)m->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS, lo, hi;
-    gm_split_range(panels, n, i, 1, &lo, &hi);
-    size_t r_end = hi * GM_PANEL_ROWS < m->rows ? hi * GM_PANEL_ROWS : (size_t)m->rows;
-    size_t chunk = (1u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
-    if (chunk < GM_PANEL_ROWS) chunk = GM_PANEL_ROWS;
-    bool cols = m->plan.split == GM_SPLIT_COLS;
-    gm_status st = stage_reserve(&sg->buf, &sg->cap, chunk * m->row_bytes) &&
-                           (!cols || stage_reserve(&sg->row, &sg->row_cap, j->t->row_bytes))
-                       ? GM_OK
-                       : gm_fail(GM_ERR_NOMEM, "cannot allocate %zu bytes to stage '%s'", chunk * m->row_bytes, j->t->name);
-    for (size_t r = lo * GM_PANEL_ROWS; r < r_end && st == GM_OK; r += chunk) {
-        size_t nr = r_end - r < chunk ? r_end - r : chunk;
-        st = read_slice_rows(j->src, j->t, m, j->di, r, nr, sg->buf, sg->row);
-        if (st == GM_OK) gm_pack_rows(&m->packed, sg->buf, m->row_bytes, r, r + nr);
-    }
-    if (i < 256) {
-        j->st[i] = st;
-        if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
-    }
-}
+    size_t piece_rows; /* rows per piece, a multiple of 16 */
+    int first_piece;   /* this item's pieces: [first_piece, next item's) */
+} pack_item;
 
 /* What every matrix of one device's load shares. */
 typedef struct load_ctx {
@@ -178,12 +153,71 @@ typedef struct load_ctx {
     gm_sharding rule;
     int n_dev, dev;
     gm_pool *pool;          /* the loader threads (may be NULL) */
-    gm_stage *stages;       /* [pool size] */
     gm_weight_cache *cache; /* NULL without --weight-cache */
     gm_weight_arena *arena; /* the device's small matrices */
+    pack_item *items;       /* matrices waiting to be packed, in load order */
+    int n_items, cap_items, n_pieces;
 } load_ctx;
 
-static gm_status load_packed(const load_ctx *lc, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
+enum { MAX_LOADERS = 256 };
+
+typedef struct pack_job {
+    const load_ctx *lc;
+    gm_stage stages[MAX_LOADERS];
+    gm_status st[MAX_LOADERS];
+    char err[MAX_LOADERS][160];
+} pack_job;
+
+static void pack_piece(void *ctx, int c, int slot) {
+    pack_job *j = ctx;
+    if (slot >= MAX_LOADERS || j->st[slot] != GM_OK) return;
+    const load_ctx *lc = j->lc;
+    int lo = 0, hi = lc->n_items - 1; /* the last item whose first piece is <= c */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (lc->items[mid].first_piece <= c) lo = mid;
+        else hi = mid - 1;
+    }
+    const pack_item *it = &lc->items[lo];
+    gm_matrix *m = it->m;
+    size_t r0 = (size_t)(c - it->first_piece) * it->piece_rows;
+    size_t nr = m->rows - r0 < it->piece_rows ? (size_t)m->rows - r0 : it->piece_rows;
+    gm_stage *sg = &j->stages[slot];
+    bool cols = m->plan.split == GM_SPLIT_COLS;
+    gm_status st = stage_reserve(&sg->buf, &sg->cap, it->piece_rows * m->row_bytes) &&
+                           (!cols || stage_reserve(&sg->row, &sg->row_cap, it->t->row_bytes))
+                       ? GM_OK
+                       : gm_fail(GM_ERR_NOMEM, "cannot allocate %zu bytes to stage '%s'", it->piece_rows * m->row_bytes,
+                                 it->t->name);
+    if (st == GM_OK) st = read_slice_rows(lc->src, it->t, m, it->di, r0, nr, sg->buf, sg->row);
+    if (st == GM_OK) gm_pack_rows(&m->packed, sg->buf, m->row_bytes, r0, r0 + nr);
+    if (st != GM_OK) {
+        j->st[slot] = st;
+        snprintf(j->err[slot], sizeof j->err[slot], "%s", gm_last_error());
+    }
+}
+
+/* Pack every waiting matrix (one pass of the loader threads). */
+static gm_status pack_waiting(const load_ctx *lc) {
+    if (lc->n_items == 0) return GM_OK;
+    pack_job *j = calloc(1, sizeof *j);
+    if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    j->lc = lc;
+    if (lc->pool) gm_pool_run_chunks(lc->pool, pack_piece, j, lc->n_pieces);
+    else
+        for (int c = 0; c < lc->n_pieces; c++) pack_piece(j, c, 0);
+    gm_status st = GM_OK;
+    for (int i = 0; i < MAX_LOADERS; i++) {
+        if (st == GM_OK && j->st[i] != GM_OK) st = gm_fail(j->st[i], "%s", j->err[i]);
+        free(j->stages[i].buf);
+        free(j->stages[i].row);
+    }
+    free(j);
+    return st;
+}
+
+/* Give a quantized slice its packed memory (or its bytes in the weight cache) and queue it for packing. */
+static gm_status load_packed(load_ctx *lc, const gm_tensor_info *t, gm_matrix *m, const gm_dtype_info *di,
                              uint64_t *bytes) {
     size_t pbytes = gm_packed_bytes(t->type, (size_t)m->rows, (size_t)m->cols);
     gm_pack_describe(t->type, (size_t)m->rows, (size_t)m->cols, &m->packed);
@@ -200,21 +234,26 @@ static gm_status load_packed(const load_ctx *lc, const gm_tensor_info *t, gm_mat
     if (!m->packed.data)
         return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for '%s' (device %d)", gm_source_path(lc->src),
                        pbytes, t->name, lc->dev);
-    pack_job *j = calloc(1, sizeof *j);
-    if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    j->src = lc->src, j->t = t, j->m = m, j->di = di, j->stages = lc->stages;
-    /* small matrices are not worth waking the other threads for */
-    if (lc->pool && pbytes >= (1u << 20)) gm_pool_run(lc->pool, pack_worker, j);
-    else pack_worker(j, 0, 1);
-    gm_status st = GM_OK;
-    for (int i = 0; i < gm_pool_size(lc->pool) && i < 256 && st == GM_OK; i++)
-        if (j->st[i] != GM_OK) st = gm_fail(j->st[i], "%s", j->err[i]);
-    free(j);
-    if (st == GM_OK && lc->cache) st = gm_wcache_add(lc->cache, m->packed.data);
-    return st;
+    /* the cache keeps the pointer; it reads the bytes only when it writes its file, after the packing */
+    if (lc->cache) GM_TRY(gm_wcache_add(lc->cache, m->packed.data));
+    if (lc->n_items == lc->cap_items) {
+        int cap = lc->cap_items ? 2 * lc->cap_items : 64;
+        pack_item *n = realloc(lc->items, (size_t)cap * sizeof *n);
+        if (!n) return gm_fail(GM_ERR_NOMEM, "out of memory");
+        lc->items = n;
+        lc->cap_items = cap;
+    }
+    size_t piece = (1u << 20) / m->row_bytes / GM_PANEL_ROWS * GM_PANEL_ROWS;
+    if (piece < GM_PANEL_ROWS) piece = GM_PANEL_ROWS;
+    size_t pieces = ((size_t)m->rows + piece - 1) / piece;
+    if ((size_t)lc->n_pieces + pieces > (size_t)INT32_MAX)
+        return gm_fail(GM_ERR_STATE, "'%s': too many pieces to pack", t->name);
+    lc->items[lc->n_items++] = (pack_item){t, m, di, piece, lc->n_pieces};
+    lc->n_pieces += (int)pieces;
+    return GM_OK;
 }
 
-static gm_status load_matrix(const load_ctx *lc, const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m,
+static gm_status load_matrix(load_ctx *lc, const char *name, uint64_t ne0, uint64_t ne1, gm_matrix *m,
                              uint64_t *bytes) {
     const gm_source *src = lc->src;
     int n_dev = lc->n_dev, dev = lc->dev;
@@ -292,7 +331,7 @@ static void free_matrix(gm_matrix *m) {
     memset(m, 0, sizeof *m);
 }
 
-static gm_status load_all(const load_ctx *lc, gm_device_weights *w) {
+static gm_status load_all(load_ctx *lc, gm_device_weights *w) {
     const gm_source *src = lc->src;
     const gm_config *c = gm_source_config(src);
     uint64_t D = (uint64_t)c->d_model, F = (uint64_t)c->d_ff, H = (uint64_t)c->head_dim;
@@ -327,22 +366,16 @@ static gm_status load_all(const load_ctx *lc, gm_device_weights *w) {
 #undef VEC
 #undef MAT
     }
-    return GM_OK;
+    return pack_waiting(lc);
 }
 
 gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,
                           const char *cache_dir, gm_device_weights *w) {
     memset(w, 0, sizeof *w);
-    int n = gm_pool_size(pool);
-    load_ctx lc = {src, rule, n_dev, dev, pool, calloc((size_t)n, sizeof(gm_stage)), NULL, &w->arena};
-    if (!lc.stages) return gm_fail(GM_ERR_NOMEM, "out of memory");
+    load_ctx lc = {.src = src, .rule = rule, .n_dev = n_dev, .dev = dev, .pool = pool, .arena = &w->arena};
     gm_status st = cache_dir && !exact_mode() ? gm_wcache_open(cache_dir, src, rule, n_dev, dev, &lc.cache) : GM_OK;
     if (st == GM_OK) st = load_all(&lc, w);
-    for (int i = 0; i < n; i++) {
-        free(lc.stages[i].buf);
-        free(lc.stages[i].row);
-    }
-    free(lc.stages);
+    free(lc.items);
     if (lc.cache) {
         if (st == GM_OK) gm_wcache_finish(lc.cache, w->cache_note, sizeof w->cache_note);
         w->cache_hits = gm_wcache_hits(lc.cache);

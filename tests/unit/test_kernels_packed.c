@@ -150,6 +150,11 @@ static void test_pack_lossless(gm_dtype t, size_t rows, size_t cols) {
     gm_pack_rows(&Q, w + mid * rb, rb, mid, rows);
     gm_pack_rows(&Q, w, rb, 0, mid);
     CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu in two ranges differs", gm_dtype_get(t)->name, rows, cols);
+    /* the type's fast packing path gives the generic path's bytes */
+    memset(Q.data, 0x5a, bytes);
+    gm_pack_rows_ref(&Q, w, rb, 0, rows);
+    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu differs from the generic path", gm_dtype_get(t)->name, rows,
+          cols);
     free(Q.data);
     free(P.data);
     free(w);
