@@ -167,13 +167,33 @@ typedef struct mm_task {
 
 typedef struct mm_job {
     const mm_task *tasks;
-    int n, T;
+    int n, T, threads;
     int first[5]; /* chunks of task k: [first[k], first[k+1]) */
 } mm_job;
 
-/* Chunk c of the job: an even share of its task's rows (packed: whole 16-row panels). Threads claim
- * chunks as they come (gm_pool_run_chunks), a few per thread, so a thread another process delays
- * does not hold up the others. */
+/* Part `part` of `parts` of n units, for `threads` threads that claim parts in order. When the parts
+ * are steps of the threads (parts = steps x threads), thread t's even share is cut into steps of 1/2,
+ * 1/4, ... and part s x threads + t is step s of share t: threads that keep pace claim their own
+ * share's steps one after the other and stream it as one run (the hardware prefetcher keeps going),
+ * while a thread that another process delays leaves its later steps to the others. (Even parts in
+ * claim order cut the streams into pieces: 270M decode at 2 threads 85.4-85.7 tok/s against
+ * 86.9-88.4, with a busy core 60.6-60.9 against 61.6-62.0.) Otherwise even parts. */
+static void chunk_range(size_t n, int threads, int parts, int part, size_t *lo, size_t *hi) {
+    if (threads < 2 || parts % threads != 0 || parts == threads) {
+        gm_split_range(n, parts, part, 1, lo, hi);
+        return;
+    }
+    int steps = parts / threads, t = part % threads, s = part / threads;
+    size_t a, b;
+    gm_split_range(n, threads, t, 1, &a, &b);
+    size_t len = b - a;
+    *lo = a + (s == 0 ? 0 : len - (len >> s));
+    *hi = a + (s == steps - 1 ? len : len - (len >> (s + 1)));
+}
+
+/* Chunk c of the job: a part of its task's rows (packed: whole 16-row panels; chunk_range). Threads
+ * claim chunks as they come (gm_pool_run_chunks), a few per thread, so a thread another process
+ * delays does not hold up the others. */
 static void mm_chunk(void *ctx, int c, int slot) {
     (void)slot;
     const mm_job *j = ctx;
@@ -185,7 +205,7 @@ static void mm_chunk(void *ctx, int c, int slot) {
     size_t lo, hi;
     if (m->packed.data) {
         size_t p0 = tk->r0 / GM_PANEL_ROWS, p1 = (tk->r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
-        gm_split_range(p1 - p0, parts, part, 1, &lo, &hi);
+        chunk_range(p1 - p0, j->threads, parts, part, &lo, &hi);
         size_t a = (p0 + lo) * GM_PANEL_ROWS, b = (p0 + hi) * GM_PANEL_ROWS;
         if (a < tk->r0) a = tk->r0;
         if (b > tk->r1) b = tk->r1;
@@ -206,8 +226,8 @@ static void mm_chunk(void *ctx, int c, int slot) {
 
 /* Run the tasks on the device's threads: each in up to 4 chunks per thread (none with 1 thread). */
 static void run_tasks(gm_device *d, const mm_task *tasks, int n, int T) {
-    mm_job j = {tasks, n, T, {0}};
     int threads = gm_pool_size(d->pool);
+    mm_job j = {tasks, n, T, threads, {0}};
     for (int k = 0; k < n; k++) {
         const mm_task *tk = &tasks[k];
         size_t units = tk->m->packed.data ? (tk->r1 - tk->r0 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS + 1 : (tk->r1 - tk->r0 + 3) / 4;

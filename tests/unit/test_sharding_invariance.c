@@ -56,7 +56,7 @@ int main(void) {
     struct { int devices; gm_sharding rule; int threads; } cases[] = {
         {2, GM_SHARDING_FSDP, 1}, {3, GM_SHARDING_FSDP, 1}, {4, GM_SHARDING_FSDP, 1}, {8, GM_SHARDING_FSDP, 1},
         {2, GM_SHARDING_TP, 1},   {4, GM_SHARDING_TP, 1},   {2, GM_SHARDING_REPLICATED, 1}, {2, GM_SHARDING_FSDP, 2},
-        {1, GM_SHARDING_REPLICATED, 2},
+        {1, GM_SHARDING_REPLICATED, 2}, {1, GM_SHARDING_REPLICATED, 3}, /* products in steps per thread (device.c) */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (run(path, cases[c].devices, cases[c].rule, cases[c].threads, prompt, n, got, got_gen) != 0) {
