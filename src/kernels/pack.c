@@ -268,7 +268,8 @@ static void transpose_cells2(uint32_t w[16]) {
 }
 
 static void put_plane(uint8_t *o, const uint32_t plane[16]) {
-    for (int p = 0; p < 16; p++, o += 4) o[0] = (uint8_t)plane[p], o[1] = (uint8_t)(plane[p] >> 8), o[2] = (uint8_t)(plane[p] >> 16), o[3] = (uint8_t)(plane[p] >> 24);
+    for (int p = 0; p < 16; p++)
+        for (int b = 0; b < 4; b++) o[4 * p + b] = (uint8_t)(plane[p] >> (8 * b)); /* little-endian */
 }
 
 /* The 16 rows' nibble bytes of a tile, transposed into place (as for Q5_0 above). */

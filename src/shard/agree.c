@@ -12,7 +12,8 @@ enum { PIECES = 4 };
 gm_status gm_mpi_find_disagreement(const uint64_t *digest, int n, gm_disagreement *out) {
     memset(out, 0, sizeof *out);
     out->first = -1;
-    if (n < 1 || n > GM_DIGEST_MAX) return gm_fail(GM_ERR_ARG, "rank agreement: digest of %d words (1 to %d)", n, GM_DIGEST_MAX);
+    if (n < 1 || n > GM_DIGEST_MAX)
+        return gm_fail(GM_ERR_ARG, "rank agreement: digest of %d words (1 to %d)", n, GM_DIGEST_MAX);
     int rank, ranks;
     GM_TRY(gm_mpi_init(&rank, &ranks));
     size_t per = (size_t)n * PIECES;
@@ -24,8 +25,9 @@ gm_status gm_mpi_find_disagreement(const uint64_t *digest, int n, gm_disagreemen
         return gm_fail(GM_ERR_NOMEM, "rank agreement: out of memory for %d ranks", ranks);
     }
     for (int r = 0; r <= ranks; r++) off[r] = (size_t)r * per;
+    float *mine = all + (size_t)rank * per;
     for (int i = 0; i < n; i++)
-        for (int p = 0; p < PIECES; p++) all[(size_t)rank * per + (size_t)i * PIECES + (size_t)p] = (float)((digest[i] >> (16 * p)) & 0xffff);
+        for (int p = 0; p < PIECES; p++) mine[i * PIECES + p] = (float)((digest[i] >> (16 * p)) & 0xffff);
     gm_status st = gm_mpi_all_gather(all, off);
     if (st == GM_OK) {
         uint64_t *words = calloc((size_t)ranks * (size_t)n, sizeof *words);

@@ -258,9 +258,10 @@ static gm_status check_ranks_agree(gm_trainer *t) {
     GM_TRY(gm_mpi_find_disagreement(digest, 10, &d));
     if (d.first < 0) return GM_OK;
     bool file = d.theirs[0] != d.root[0], opts_differ = memcmp(d.theirs + 1, d.root + 1, sizeof opts) != 0;
-    return gm_fail(GM_ERR_ARG, "rank %d: %s differ%s from rank 0's%s; every rank must train the same model with the same options",
-                   d.first, file && opts_differ ? "model file and training options" : file ? "model file" : "training options",
-                   file && !opts_differ ? "s" : "", d.count > 1 ? " (and other ranks differ too)" : "");
+    const char *what = !file ? "training options differ" : opts_differ ? "model file and training options differ"
+                                                                       : "model file differs";
+    return gm_fail(GM_ERR_ARG, "rank %d: %s from rank 0's%s; every rank must train the same model with the same options",
+                   d.first, what, d.count > 1 ? " (and other ranks differ too)" : "");
 }
 
 gm_status gm_trainer_create(const char *path, const gm_train_options *o, gm_trainer **out) {
