@@ -60,7 +60,16 @@ static cpu_features g_cpu;
 static const gm_kernel_ops *g_chosen;
 static const gm_packed_ops *g_packed;
 static const gm_vec_ops *g_vec;
-static size_t g_prefetch = 512;
+static gm_prefetch g_prefetch = {512, 3072};
+
+/* A prefetch distance from the environment: anything but 0..65536 in steps of 64 keeps the default. */
+static void prefetch_env(const char *name, size_t *dist) {
+    const char *e = getenv(name);
+    if (!e || !*e) return;
+    char *end;
+    unsigned long v = strtoul(e, &end, 10);
+    if (!*end && v <= 65536 && v % 64 == 0) *dist = v;
+}
 
 static void init_once(void) {
     g_cpu = detect();
@@ -76,12 +85,8 @@ static void init_once(void) {
                : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
                                                                     : &gm_packed_avx2;
     g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
-    const char *pf = getenv("GM_PREFETCH"); /* anything but 0..65536 in steps of 64 keeps the default */
-    if (pf && *pf) {
-        char *end;
-        unsigned long v = strtoul(pf, &end, 10);
-        if (!*end && v <= 65536 && v % 64 == 0) g_prefetch = v;
-    }
+    prefetch_env("GM_PREFETCH", &g_prefetch.l1);
+    prefetch_env("GM_PREFETCH_L2", &g_prefetch.l2);
 }
 
 static const gm_kernel_ops *ops(void) {
@@ -116,7 +121,7 @@ bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
 }
 
-size_t gm_packed_prefetch_bytes(void) {
+gm_prefetch gm_packed_prefetch(void) {
     pthread_once(&g_once, init_once);
     return g_prefetch;
 }

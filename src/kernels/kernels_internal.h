@@ -42,9 +42,13 @@ void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 /* Whether this CPU has AVX512_BF16 (false under GM_NO_BF16): the AVX-512 kernels' bf16 conversions and
  * dot products (--precision fast BF16 matmuls; without it they stay exact) */
 bool gm_cpu_bf16(void);
-/* How far ahead the packed quantized matvec (decode) prefetches its weight stream, in bytes: 512 by
- * default, GM_PREFETCH=0..65536 (a multiple of 64) to change it, 0 to switch it off. Read once. */
-size_t gm_packed_prefetch_bytes(void);
+/* How far ahead the packed matvecs (decode) prefetch their weight stream, in bytes: to L1 512 by
+ * default (GM_PREFETCH), to L2 3072 (GM_PREFETCH_L2), each 0..65536 in steps of 64, 0 to switch it
+ * off (docs/BENCHMARKS.md, "Prefetching the decode stream"). Read once. */
+typedef struct gm_prefetch {
+    size_t l1, l2;
+} gm_prefetch;
+gm_prefetch gm_packed_prefetch(void);
 /* AMX needs the kernel's permission for the tile data state (Linux arch_prctl); false if refused. */
 bool gm_amx_enable(void);
 

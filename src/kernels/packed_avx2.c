@@ -183,12 +183,12 @@ GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_
 GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
-    const size_t pf = gm_packed_prefetch_bytes(); /* as the AVX-512 matvec */
+    const gm_prefetch pf = gm_packed_prefetch(); /* as the AVX-512 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
-            prefetch_span(t, pf, tb);
+            prefetch_stream(t, pf, tb);
             tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
@@ -198,10 +198,12 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
 static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32;
     const __m256i hi16 = _mm256_set1_epi32((int)0xffff0000u);
+    const gm_prefetch pf = {0, gm_packed_prefetch().l2}; /* as the AVX-512 BF16 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 l0 = _mm256_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;
         for (size_t b = 0; b < tiles; b++, t += 1024) {
+            prefetch_stream(t, pf, 1024);
             const float *x = xq->x + 32 * b;
             for (int q = 0; q < 16; q++) {
                 __m256i lo = _mm256_load_si256((const __m256i *)(t + 64 * q)), hi = _mm256_load_si256((const __m256i *)(t + 64 * q + 32));

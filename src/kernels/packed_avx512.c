@@ -233,15 +233,16 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     /* The panels are one contiguous stream. The hardware prefetcher alone leaves the loop waiting for
-     * memory; a short software lead helps (docs/BENCHMARKS.md "Prefetching the decode stream": +8-11 %
-     * tokens/s at 512 bytes on the 270M and 1B Q8_0), a long one hurts (4 KiB: -12-23 %). */
-    const size_t pf = gm_packed_prefetch_bytes();
+     * memory; a short lead to L1 helps (docs/BENCHMARKS.md "Prefetching the decode stream": +8-11 %
+     * tokens/s at 512 bytes on the 270M and 1B Q8_0; a long one to L1 hurts, 4 KiB: -12-23 %), and a
+     * longer one to L2 on top of it helps more (3 KiB: +16-21 %). */
+    const gm_prefetch pf = gm_packed_prefetch();
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
-            prefetch_span(t, pf, 2 * tb);
+            prefetch_stream(t, pf, 2 * tb);
             acc0 = tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
             acc1 = tile_apply(K, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1],
                               xq->qs + 4 * b + 4, acc1);
@@ -262,10 +263,13 @@ GM_AI void bf16_pair(const uint8_t *t, int p, __m512 *even, __m512 *odd) {
 
 static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32;
+    /* to L2 only: the L1 lead of the quantized kinds did not help here (docs/BENCHMARKS.md) */
+    const gm_prefetch pf = {0, gm_packed_prefetch().l2};
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (size_t b = 0; b < tiles; b++, t += 1024) {
+            prefetch_stream(t, pf, 1024);
             const float *x = xq->x + 32 * b;
 #pragma GCC unroll 8
             for (int q = 0; q < 16; q += 2) {
@@ -458,9 +462,9 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     __m512 acc[NT8_FAST];
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
-    const size_t pf = nt == 1 ? gm_packed_prefetch_bytes() : 0; /* one token (fast decode): as matvec_k */
+    const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        prefetch_span(t, pf, tb);
+        prefetch_stream(t, pf, tb);
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12

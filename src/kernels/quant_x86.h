@@ -17,7 +17,7 @@
 
 /* The f32 kernels on the file's layout (matvec_avx2.c, matvec_avx512.c) prefetch each row stream this
  * far ahead: rows are streamed once, so the hardware prefetcher alone leaves the loop waiting on DRAM
- * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch_bytes(). */
+ * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch(). */
 enum { GM_ROW_PREFETCH_BYTES = 4096 };
 
 /* Prefetch `bytes` (a compile-time constant after inlining) starting `ahead` bytes past p, one request
@@ -26,6 +26,14 @@ enum { GM_ROW_PREFETCH_BYTES = 4096 };
 GM_AI void prefetch_span(const uint8_t *p, size_t ahead, size_t bytes) {
     if (ahead)
         for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
+}
+
+/* The packed kernels' weight stream: each span to L1 pf.l1 bytes ahead and to L2 pf.l2 bytes ahead
+ * (either 0: none). The L2 requests keep more lines in flight than L1's fill buffers allow. */
+GM_AI void prefetch_stream(const uint8_t *p, gm_prefetch pf, size_t bytes) {
+    prefetch_span(p, pf.l1, bytes);
+    if (pf.l2)
+        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + pf.l2 + o, _MM_HINT_T1);
 }
 
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values
