@@ -20,20 +20,26 @@
  * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch(). */
 enum { GM_ROW_PREFETCH_BYTES = 4096 };
 
-/* Prefetch `bytes` (a compile-time constant after inlining) starting `ahead` bytes past p, one request
- * per cache line, nothing when ahead is 0; consecutive calls on adjacent spans cover every line.
- * Prefetches never fault, so running past the end of a matrix is harmless. */
+/* Prefetch the `bytes` at p, one request per cache line, into L1 (T0) or L2 (T1). Prefetches never
+ * fault, so running past the end of a matrix or a cache row is harmless. */
+GM_AI void prefetch_lines_l1(const void *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+GM_AI void prefetch_lines_l2(const void *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T1);
+}
+
+/* Prefetch `bytes` (a compile-time constant after inlining) starting `ahead` bytes past p into L1,
+ * nothing when ahead is 0; consecutive calls on adjacent spans cover every line. */
 GM_AI void prefetch_span(const uint8_t *p, size_t ahead, size_t bytes) {
-    if (ahead)
-        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + ahead + o, _MM_HINT_T0);
+    if (ahead) prefetch_lines_l1(p + ahead, bytes);
 }
 
 /* The packed kernels' weight stream: each span to L1 pf.l1 bytes ahead and to L2 pf.l2 bytes ahead
  * (either 0: none). The L2 requests keep more lines in flight than L1's fill buffers allow. */
 GM_AI void prefetch_stream(const uint8_t *p, gm_prefetch pf, size_t bytes) {
     prefetch_span(p, pf.l1, bytes);
-    if (pf.l2)
-        for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + pf.l2 + o, _MM_HINT_T1);
+    if (pf.l2) prefetch_lines_l2(p + pf.l2, bytes);
 }
 
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values

@@ -250,14 +250,14 @@ static void dev_free(gm_trainer *t, gm_tdev *d) {
 static gm_status check_ranks_agree(gm_trainer *t) {
     if (t->n_ranks == 1) return GM_OK;
     const gm_train_options *o = &t->opt;
-    double opts[9] = {o->devices, o->lora_rank, o->lora_alpha, o->optimizer, o->lr,
-                      o->beta1, o->beta2, o->weight_decay, (double)o->seed};
-    uint64_t digest[10] = {gm_source_fingerprint(t->src)};
-    memcpy(digest + 1, opts, sizeof opts);
+    /* the seed travels as it is (a double would drop the low bits of a 64-bit seed) */
+    double opts[8] = {o->devices, o->lora_rank, o->lora_alpha, o->optimizer, o->lr, o->beta1, o->beta2, o->weight_decay};
+    uint64_t digest[10] = {gm_source_fingerprint(t->src), o->seed};
+    memcpy(digest + 2, opts, sizeof opts);
     gm_disagreement d;
     GM_TRY(gm_mpi_find_disagreement(digest, 10, &d));
     if (d.first < 0) return GM_OK;
-    bool file = d.theirs[0] != d.root[0], opts_differ = memcmp(d.theirs + 1, d.root + 1, sizeof opts) != 0;
+    bool file = d.theirs[0] != d.root[0], opts_differ = memcmp(d.theirs + 1, d.root + 1, sizeof digest - sizeof *digest) != 0;
     const char *what = !file ? "training options differ" : opts_differ ? "model file and training options differ"
                                                                        : "model file differs";
     return gm_fail(GM_ERR_ARG, "rank %d: %s from rank 0's%s; every rank must train the same model with the same options",
