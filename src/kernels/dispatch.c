@@ -117,6 +117,12 @@ bool gm_packed_int8_matmul(void) {
     return g_packed->matmul8 != NULL && !(e && *e == '1');
 }
 
+bool gm_packed_f32_matmul(void) {
+    pthread_once(&g_once, init_once);
+    const char *e = getenv("GM_INT16_MATMUL");
+    return g_packed->matmul_f32 != NULL && !(e && *e == '1');
+}
+
 bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
 }
@@ -183,6 +189,7 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
-    if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);
+    else if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
     else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

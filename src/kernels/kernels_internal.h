@@ -30,12 +30,18 @@ typedef struct gm_packed_ops {
     void (*matmul8)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
     /* gm_quantize_x8, bit for bit as gm_quantize_x8_ref */
     void (*quantize_x8)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+    /* T > 1 f32 inputs (xq->x, xq->f32) times the decoded weights of any kind; NULL where the integer
+     * products are faster */
+    void (*matmul_f32)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 } gm_packed_ops;
 
 extern const gm_packed_ops gm_packed_scalar;
 extern const gm_packed_ops gm_packed_avx2;
 extern const gm_packed_ops gm_packed_avx512; /* needs AVX-512 VNNI */
 extern const gm_packed_ops gm_packed_amx;    /* gm_packed_avx512 with AMX-BF16 for BF16 matmuls */
+void gm_packed_matmul_f32_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                               size_t ldy);
+void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);

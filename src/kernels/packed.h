@@ -39,7 +39,11 @@
  * largest), so vpdpbusd multiplies 16 rows x 4 columns of codes (as u8) by 4 broadcast input bytes:
  * 24 instructions per tile and input where the int16 terms take 32. In a block the terms' bytes are
  * ordered as the codes of one lane, step g = 0..7: columns 2g, 2g + 1, 2g + 16, 2g + 17 (pairs g and
- * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16). */
+ * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16).
+ *
+ * Batched products on AVX2 without VNNI decode each panel's weights to f32, exactly, and multiply the f32
+ * inputs (xq->f32): no rounding of x, and one FMA per weight and input where the int16 terms take two
+ * vpmaddwd (packed_matmul_avx2.c). */
 #ifndef GM_KERNELS_PACKED_H
 #define GM_KERNELS_PACKED_H
 
@@ -112,6 +116,8 @@ typedef struct gm_xq {
     size_t ld8;        /* row stride of b8 in bytes (a view of columns [c0, ..) offsets b8 by 3 c0, e8 by
                         * c0 / 32, s8 by 3 c0 / 32) */
     bool has8;         /* b8 / e8 / s8 hold this batch (gm_quantize_x8) */
+    bool f32;          /* the batched products (T > 1) of every kind read x: decoded weights times the f32
+                        * inputs (gm_packed_f32_matmul) */
     bool fast;         /* llama.cpp's rounding (--precision fast): the int8 products use the first term b1
                         * alone (x rounded to 8 bits per 32 values), and the BF16 matmul (T > 1, with the
                         * split) the bf16 hi alone; never set with the AMX matmul */
@@ -138,6 +144,12 @@ void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool s
  * then wants every kind's inputs prepared by gm_prepare_x_bf16 with the split (matvec still wants
  * gm_quantize_x for the quantized kinds). */
 bool gm_packed_amx_matmul(void);
+
+/* Whether the chosen kernels multiply packed matrices of every kind by several inputs in f32, the
+ * weights decoded to f32 a panel at a time (AVX2 without VNNI, where that beats the int16 terms):
+ * gm_packed_matmul then wants x set by gm_prepare_x_bf16 (no split) and xq->f32. GM_INT16_MATMUL=1
+ * turns it off, to compare. */
+bool gm_packed_f32_matmul(void);
 
 /* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
  * prepared vector (token 0 of xq). */

@@ -5,6 +5,7 @@
 
 #include "kernels/kernels_internal.h"
 #include "kernels/packed.h"
+#include "kernels/packed_avx2.h"
 #include "kernels/quant_x86.h"
 
 GM_AI float hmax8(__m256 v) {
@@ -67,29 +68,6 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
             xq->qs[4 * k] = s0, xq->qs[4 * k + 1] = s1, xq->qs[4 * k + 2] = s2, xq->qs[4 * k + 3] = s3;
         }
     }
-}
-
-/* The codes of pairs g and g + 8 (g < 8) of tile t as bytes (32 lanes = 16 rows x 2 columns each). */
-GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m256i *b, int *is_signed) {
-    if (K == GM_PK_D16 || K == GM_PK_SM32) {
-        *a = _mm256_load_si256((const __m256i *)(t + 32 * g));
-        *b = _mm256_load_si256((const __m256i *)(t + 32 * g + 256));
-        *is_signed = 1;
-        return;
-    }
-    *is_signed = 0;
-    __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
-    __m256i x = _mm256_and_si256(v, m4), y = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    if (K == GM_PK_N5D || K == GM_PK_N6) {
-        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * g), _mm256_set1_epi8(16)));
-        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * (g + 8)), _mm256_set1_epi8(16)));
-    }
-    if (K == GM_PK_N6) {
-        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * g), _mm256_set1_epi8(32)));
-        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * (g + 8)), _mm256_set1_epi8(32)));
-    }
-    *a = x;
-    *b = y;
 }
 
 /* 32 byte codes -> rows 0-7 and rows 8-15 as int16 pairs */
@@ -165,21 +143,6 @@ GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const
     }
 }
 
-/* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0). */
-GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1) {
-    size_t a = p * GM_PANEL_ROWS;
-    if (a >= r0 && a + GM_PANEL_ROWS <= r1) {
-        _mm256_storeu_ps(y + (a - r0), lo);
-        _mm256_storeu_ps(y + (a - r0) + 8, hi);
-        return;
-    }
-    float v[16];
-    _mm256_storeu_ps(v, lo);
-    _mm256_storeu_ps(v + 8, hi);
-    for (size_t i = 0; i < GM_PANEL_ROWS; i++)
-        if (a + i >= r0 && a + i < r1) y[a + i - r0] = v[i];
-}
-
 GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
@@ -250,5 +213,6 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     }
 }
 
-const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2, gm_split_bf16_ref, packed_matvec_avx2, packed_matmul_avx2,
-                                      NULL, gm_quantize_x8_ref};
+const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2,    gm_split_bf16_ref,      packed_matvec_avx2,
+                                      packed_matmul_avx2, gm_packed_matmul8_avx2, gm_quantize_x8_ref,
+                                      gm_packed_matmul_f32_avx2};

@@ -107,7 +107,7 @@ static void tiles_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 }
 
 void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
-    if (P->kind == GM_PK_BF16 || (T > 1 && xq->split)) { /* f32 (or its exact bf16 split) inputs */
+    if (P->kind == GM_PK_BF16 || (T > 1 && (xq->split || xq->f32))) { /* f32 (or its exact bf16 split) inputs */
         bool split = T > 1 && xq->split;
         bf16_matmul_ref(P, r0, r1, xq, T, Y, ldy, split, split && xq->fast && P->kind == GM_PK_BF16);
         return;
@@ -189,4 +189,4 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref};
+                                        NULL, gm_quantize_x8_ref, NULL};

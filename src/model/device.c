@@ -300,8 +300,12 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
     }
     size_t C = (size_t)ms[0]->full_cols;
     bool amx = T > 1 && (quant || bf16) && gm_packed_amx_matmul();
+    bool f32 = T > 1 && (quant || bf16) && !amx && gm_packed_f32_matmul();
     if (amx) {
         gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
+    } else if (f32) {
+        gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq); /* every kind's f32 matmul: x as it is */
+        d->xq.has8 = false;
     } else {
         /* fast BF16 products of several tokens read the bf16 rounding of x (the split's hi) */
         if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, d->fast && T > 1, &d->xq);
@@ -309,6 +313,7 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
         if (int16) gm_quantize_x(X, C, (size_t)T, C, &d->xq);
         if (quant && int8) gm_quantize_x8(X, C, (size_t)T, C, &d->xq);
     }
+    d->xq.f32 = f32;
     d->xq.fast = d->fast && !amx; /* the AMX matmuls stay exact */
 }
 

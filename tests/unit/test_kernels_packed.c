@@ -15,6 +15,7 @@
  *    a column view, without writing outside its outputs; NaN and zero blocks;
  *  - --precision fast: the int8 products on the first term alone and the BF16 matmul on bf16 inputs
  *    match their scalar reference and stay within the rounding's bound of the f32 product;
+ *  - the f32 batched product (AVX2) is within 1e-6 of sum |w x| of the f32 product;
  *  - all-zero inputs give zeros, a NaN input gives NaN. */
 #include <math.h>
 #include <stdint.h>
@@ -469,6 +470,64 @@ static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype 
     free(w);
 }
 
+/* The f32 batched product (xq->f32: decoded weights times x as it is, matmul_f32): within 1e-6 of sum |w x|
+ * of the f32 product on the file's layout, on row ranges that cut panels, input counts around the 6-input
+ * tile, columns past one decoded chunk, without writing outside its outputs; a NaN input gives NaN for
+ * that input's outputs alone. */
+static void test_products_f32(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
+    size_t rb;
+    uint8_t *w = random_weights(t, rows, cols, &rb);
+    gm_packed P = pack_all(t, w, rb, rows, cols);
+    static const size_t Ts[] = {2, 5, 6, 7, 13};
+    float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
+    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        size_t T = Ts[k], ldy = rows + 5;
+        float *x = malloc(T * cols * sizeof *x);
+        for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
+        if (T == 7) x[3 * cols + cols / 2] = NAN; /* input 3 */
+        gm_xq xq;
+        xq_alloc(&xq, T, cols);
+        gm_prepare_x_bf16(x, cols, T, cols, false, &xq);
+        xq.f32 = true;
+        size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
+        float *got = malloc((T * ldy + 8) * sizeof *got);
+        for (size_t i = 0; i < T * ldy + 8; i++) got[i] = -777.0f;
+        ops->matmul_f32(&P, r0, r1, &xq, T, got, ldy);
+        int bad = 0, outside = 0;
+        for (size_t tt = 0; tt < T; tt++) {
+            gm_matvec_ref(t, w, rb, rows, cols, x + tt * cols, exact);
+            for (size_t i = 0; i < ldy; i++) {
+                float g = got[tt * ldy + i];
+                if (i >= n) {
+                    outside += g != -777.0f;
+                    continue;
+                }
+                if (T == 7 && tt == 3) {
+                    bad += !isnan(g);
+                    continue;
+                }
+                gm_packed_row(&P, r0 + i, wr);
+                double mag = 0;
+                for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[tt * cols + c]);
+                if (!(fabs((double)g - exact[r0 + i]) <= 1e-6 * mag + 1e-30) && bad++ < 3)
+                    fprintf(stderr, "  %s f32 %s %zux%zu T %zu row %zu: got %.9g want %.9g (sum|w x| %g)\n", name,
+                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, exact[r0 + i], mag);
+            }
+        }
+        CHECK(bad == 0, "%s f32 matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name,
+              rows, cols, r0, r1, T, bad);
+        CHECK(outside == 0, "%s f32 matmul %s %zux%zu T %zu: %d values written outside the outputs", name,
+              gm_dtype_get(t)->name, rows, cols, T, outside);
+        xq_free(&xq);
+        free(x);
+        free(got);
+    }
+    free(exact);
+    free(wr);
+    free(P.data);
+    free(w);
+}
+
 /* the int8 matmul on a column view of a wider batch equals quantizing those columns alone */
 static void test_view8(const gm_packed_ops *ops, const char *name) {
     size_t rows = 37, cols = 96, wide = cols + 64, T = 7, rb;
@@ -596,6 +655,14 @@ int main(void) {
                                    false);
             }
             printf("%s: int8-term matmul tested\n", isas[ii]);
+        }
+        if (ops->matmul_f32) {
+            for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
+                size_t blk = gm_dtype_get(qtypes[ti])->block;
+                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+                    test_products_f32(ops, isas[ii], qtypes[ti], rows_list[ri], blk == 256 ? (ri & 1 ? 768 : 256) : (ri & 1 ? 96 : 640));
+            }
+            printf("%s: f32 matmul tested\n", isas[ii]);
         }
         /* fast: the int8 products wherever they exist; the bf16 rounding where the BF16 matmul has it
          * (AVX-512 with AVX512_BF16, and the reference; AVX2 has no bf16 products, AVX-512 without

@@ -1,0 +1,110 @@
+/* AVX2 products with the int8 input terms (packed.h): vpmaddubsw multiplies a row's 4 codes of step g
+ * (columns 2g, 2g + 1, 2g + 16, 2g + 17, as u8) by the term's 4 bytes, vpmaddwd by ones sums them to
+ * one int32 per row, 8 rows per register. On AVX2 this serves --precision fast decode (one token, the
+ * first term alone: a third of the int16 path's multiplies); the batched products take the f32 path
+ * (packed_matmul_avx2.c), and the three-term exact form is kept for the tests and for completeness.
+ *
+ * Q8_0's codes are signed and vpmaddubsw wants u8: |w| times x with w's sign (vpsignb), which stays
+ * within int16 (2 x 128 x 127); the +128 offset of the AVX-512 kernel would saturate here. */
+#include "kernels/kernels_internal.h"
+#include "kernels/packed.h"
+#include "kernels/packed_avx2.h"
+#include "kernels/quant_x86.h"
+
+/* Rows {0-3, 8-11} (lo) and {4-7, 12-15} (hi) of 16 values given as rows 0-7 (a) and 8-15 (b): the order
+ * _mm256_unpack{lo,hi}_epi16 leaves the rows of a tile's two pairs in. */
+GM_AI void rows_mixed(__m256 a, __m256 b, __m256 *lo, __m256 *hi) {
+    *lo = _mm256_permute2f128_ps(a, b, 0x20);
+    *hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
+
+/* dot[k][0 / 1] (rows lo / hi) += the integer dots of the tile's codes with term k of the input, k < terms */
+GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int terms, __m256i dot[3][2]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; g++) {
+        __m256i a, b;
+        int sg;
+        tile_bytes(K, t, g, &a, &b, &sg);
+        /* per row 4 bytes: its 2 codes of pair g, then its 2 of pair g + 8 */
+        __m256i u[2] = {_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b)}, mag[2];
+        if (K == GM_PK_D16) mag[0] = _mm256_abs_epi8(u[0]), mag[1] = _mm256_abs_epi8(u[1]);
+#pragma GCC unroll 3
+        for (int k = 0; k < terms; k++) {
+            __m256i xb = _mm256_set1_epi32(x[8 * k + g]);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i p = K == GM_PK_D16 ? _mm256_maddubs_epi16(mag[h], _mm256_sign_epi8(xb, u[h]))
+                                           : _mm256_maddubs_epi16(u[h], xb);
+                dot[k][h] = _mm256_add_epi32(dot[k][h], _mm256_madd_epi16(p, ones));
+            }
+        }
+    }
+}
+
+/* Input t0 against panel p, with `terms` (1: --precision fast, 3: f32 accuracy) of the int8 inputs */
+GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, size_t r0, size_t r1,
+                       const gm_xq *xq, size_t t0, float *y) {
+    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const int off = K == GM_PK_N5D ? 16 : 0; /* Q5_0's codes are q + 16 */
+    const uint8_t *t = P->data + p * P->panel_bytes;
+    const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (size_t b = 0; b < tiles; b++, t += tb) {
+        prefetch_stream(t, pf, tb);
+        const size_t o = t0 * xq->ldd + b;
+        const int32_t *S = xq->s8 + 3 * o;
+        __m256i dot[3][2];
+        for (int k = 0; k < terms; k++) dot[k][0] = dot[k][1] = _mm256_setzero_si256();
+        tile_dots8(K, t, (const int32_t *)(xq->b8 + t0 * xq->ld8 + 96 * b), terms, dot);
+        const float e = xq->e8[o];
+        __m256 F[2], s[2], m[2];
+        for (int h = 0; h < 2; h++) {
+            F[h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[0][h], _mm256_set1_epi32(off * S[0])));
+            if (terms == 3) {
+                __m256i v2 = _mm256_sub_epi32(dot[1][h], _mm256_set1_epi32(off * S[1]));
+                __m256i v3 = _mm256_sub_epi32(dot[2][h], _mm256_set1_epi32(off * S[2]));
+                F[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v3), _mm256_set1_ps(1.0f / 64516.0f),
+                                       _mm256_fmadd_ps(_mm256_cvtepi32_ps(v2), _mm256_set1_ps(1.0f / 254.0f), F[h]));
+            }
+        }
+        if (K == GM_PK_D16 || K == GM_PK_N5D) {
+            const __m128i *sp = (const __m128i *)(t + (K == GM_PK_D16 ? 512 : 320));
+            rows_mixed(_mm256_cvtph_ps(_mm_load_si128(sp)), _mm256_cvtph_ps(_mm_load_si128(sp + 1)), &s[0], &s[1]);
+            for (int h = 0; h < 2; h++) acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(s[h], _mm256_set1_ps(e)), acc[h]);
+        } else { /* w = s q + m: the m part needs the block sum of x */
+            const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+            float sx = terms == 1 ? e * (float)S[0]
+                                  : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
+            rows_mixed(_mm256_load_ps(sm), _mm256_load_ps(sm + 8), &s[0], &s[1]);
+            rows_mixed(_mm256_load_ps(sm + 16), _mm256_load_ps(sm + 24), &m[0], &m[1]);
+            for (int h = 0; h < 2; h++) {
+                acc[h] = _mm256_fmadd_ps(m[h], _mm256_set1_ps(sx), acc[h]);
+                acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(s[h], _mm256_set1_ps(e)), acc[h]);
+            }
+        }
+    }
+    __m256 lo, hi; /* back to rows 0-7, 8-15 */
+    rows_mixed(acc[0], acc[1], &lo, &hi);
+    store_rows(y, lo, hi, p, r0, r1);
+}
+
+GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                        size_t ldy) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+        for (size_t t = 0; t < T; t++) {
+            if (xq->fast) matmul8_one(K, 1, P, p, r0, r1, xq, t, Y + t * ldy);
+            else matmul8_one(K, 3, P, p, r0, r1, xq, t, Y + t * ldy);
+        }
+}
+
+void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
+    if (r1 <= r0) return;
+    switch (P->kind) {
+    case GM_PK_D16: matmul8_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_SM32: matmul8_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    default: return;
+    }
+}
