@@ -84,7 +84,9 @@ static void init_once(void) {
                : g_chosen == &gm_kernels_avx512 && g_cpu.amx        ? &gm_packed_amx
                : g_chosen == &gm_kernels_avx512 && g_cpu.avx512vnni ? &gm_packed_avx512
                                                                     : &gm_packed_avx2;
-    g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512 : &gm_vec_scalar;
+    g_vec = g_chosen == &gm_kernels_avx512 ? &gm_vec_avx512
+            : g_chosen == &gm_kernels_avx2 ? &gm_vec_avx2
+                                           : &gm_vec_scalar;
     prefetch_env("GM_PREFETCH", &g_prefetch.l1);
     prefetch_env("GM_PREFETCH_L2", &g_prefetch.l2);
 }
@@ -145,6 +147,7 @@ bool gm_packed_amx_matmul(void) {
 const gm_vec_ops *gm_vec_lookup(const char *isa) {
     pthread_once(&g_once, init_once);
     if (strcmp(isa, "scalar") == 0) return &gm_vec_scalar;
+    if (strcmp(isa, "avx2") == 0) return g_cpu.avx2 ? &gm_vec_avx2 : NULL;
     if (strcmp(isa, "avx512") == 0) return g_cpu.avx512 ? &gm_vec_avx512 : NULL;
     return NULL;
 }

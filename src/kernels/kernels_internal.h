@@ -73,6 +73,7 @@ typedef struct gm_vec_ops {
 } gm_vec_ops;
 
 extern const gm_vec_ops gm_vec_scalar;
+extern const gm_vec_ops gm_vec_avx2;
 extern const gm_vec_ops gm_vec_avx512;
 const gm_vec_ops *gm_vec_lookup(const char *isa);
 const gm_vec_ops *gm_vec_ops_chosen(void);

@@ -279,9 +279,9 @@ static void test_rope(void) {
 
 int main(void) {
     test_rope();
-    const char *isas[] = {"scalar", "avx512"};
+    const char *isas[] = {"scalar", "avx2", "avx512"};
     int ran = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         const gm_vec_ops *ops = gm_vec_lookup(isas[i]);
         if (!ops) {
             printf("%s: not supported by this CPU, skipped\n", isas[i]);

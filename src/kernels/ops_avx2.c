@@ -1,0 +1,223 @@
+/* AVX2 versions of rmsnorm, geglu, the attention rows and argmax (ops.h), for CPUs without AVX-512;
+ * the sampler's exp sums stay on the reference (once per sampled token, not in the forward pass). */
+#include <math.h>
+
+#include "kernels/kernels_internal.h"
+#include "kernels/ops.h"
+#include "kernels/quant_x86.h"
+
+/* 2^n for integer-valued n in [-150, 128], as the product of two normal powers so that results in the
+ * subnormal range come out as they should (AVX2 has no vscalefps) */
+GM_AI __m256 pow2_8(__m256 n) {
+    __m256i k = _mm256_cvtps_epi32(n), k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);
+    __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, _mm256_set1_epi32(127)), 23));
+    __m256 b = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(a, b);
+}
+
+/* e^x to about 1 ulp, the AVX-512 exp16's polynomial (Cephes expf); 0 below about -104, inf above
+ * 88.7, NaN stays NaN (vmaxps / vminps return their second operand when one is NaN) */
+GM_AI __m256 exp8(__m256 x) {
+    x = _mm256_min_ps(_mm256_set1_ps(88.72283f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    return _mm256_mul_ps(p, pow2_8(n));
+}
+
+GM_AI double hsum4d(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+static void rmsnorm_avx2(float *out, const float *x, const float *w, size_t n, float eps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), b = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        s0 = _mm256_fmadd_pd(a, a, s0);
+        s1 = _mm256_fmadd_pd(b, b, s1);
+    }
+    double ss = hsum4d(_mm256_add_pd(s0, s1));
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float inv = 1.0f / sqrtf((float)(ss / (double)n) + eps);
+    __m256 v = _mm256_set1_ps(inv);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), v), _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * inv * w[i];
+}
+
+/* gelu_tanh(g) * up = g * up / (1 + e^(-2u)), u = sqrt(2/pi) (g + 0.044715 g^3), as geglu16 */
+GM_AI __m256 geglu8(__m256 g, __m256 up) {
+    __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+    __m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), g3, g));
+    __m256 e = exp8(_mm256_mul_ps(u, _mm256_set1_ps(-2.0f)));
+    return _mm256_div_ps(_mm256_mul_ps(g, up), _mm256_add_ps(e, _mm256_set1_ps(1.0f)));
+}
+
+static void geglu_avx2(float *out, const float *gate, const float *up, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, geglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) { /* the tail through a zero-padded block */
+        float g[8] = {0}, u[8] = {0}, o[8];
+        for (size_t j = i; j < n; j++) g[j - i] = gate[j], u[j - i] = up[j];
+        _mm256_storeu_ps(o, geglu8(_mm256_loadu_ps(g), _mm256_loadu_ps(u)));
+        for (size_t j = i; j < n; j++) out[j] = o[j - i];
+    }
+}
+
+/* [sum a, sum b, sum c, sum d] */
+GM_AI __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+#define H4(v) _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1))
+    __m128 a4 = H4(a), b4 = H4(b), c4 = H4(c), d4 = H4(d);
+#undef H4
+    return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
+}
+
+GM_AI size_t next_slot(size_t slot, int slots) { return slot + 1 == (size_t)slots ? 0 : slot + 1; }
+
+/* 8 cache values from element j of a row, as f32 */
+GM_AI __m256 kv8(const void *row, size_t j, const bool f16) {
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + j)))
+               : _mm256_loadu_ps((const float *)row + j);
+}
+
+enum { KEY_AHEAD = 2, VALUE_AHEAD = 8 }; /* as the AVX-512 kernel (ops_avx512.c) */
+
+/* The AVX-512 kernel's plan (ops_avx512.c): each key and value row read once for all rows, scores,
+ * softmax per row over its own positions, then the value sums 16 columns at a time. */
+GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
+                            float softcap, float *scores, const bool f16) {
+    const size_t es = f16 ? 2 : 4;
+    const char *K = Kv, *V = Vv;
+    const int n = a->n;
+    int lo = a->first[0], hi = a->last[0];
+    for (int i = 1; i < n; i++) {
+        if (a->first[i] < lo) lo = a->first[i];
+        if (a->last[i] > hi) hi = a->last[i];
+    }
+    if (hi < lo) {
+        for (int i = 0; i < n; i++) {
+            for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
+            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
+        }
+        return;
+    }
+    const size_t len = (size_t)(hi - lo + 1);
+    const float *q[4];
+    for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
+    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
+    for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
+        const char *k = K + slot * stride * es;
+        prefetch_lines_l1(K + ahead * stride * es, H * es);
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        for (size_t j = 0; j < H; j += 8) {
+            __m256 kv = kv8(k, j, f16);
+            c0 = _mm256_fmadd_ps(_mm256_loadu_ps(q[0] + j), kv, c0);
+            c1 = _mm256_fmadd_ps(_mm256_loadu_ps(q[1] + j), kv, c1);
+            c2 = _mm256_fmadd_ps(_mm256_loadu_ps(q[2] + j), kv, c2);
+            c3 = _mm256_fmadd_ps(_mm256_loadu_ps(q[3] + j), kv, c3);
+        }
+        float d[4];
+        _mm_storeu_ps(d, hsum8x4(c0, c1, c2, c3));
+        for (int i = 0; i < n; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i];
+    }
+    for (int i = 0; i < n; i++) {
+        float *sc = scores + (size_t)i * len;
+        if (a->first[i] > a->last[i]) {
+            for (size_t s = 0; s < len; s++) sc[s] = 0.0f;
+            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
+            continue;
+        }
+        size_t f = (size_t)(a->first[i] - lo), l = (size_t)(a->last[i] - lo);
+        if (softcap > 0)
+            for (size_t s = f; s <= l; s++) sc[s] = softcap * tanhf(sc[s] / softcap);
+        float mx = -INFINITY;
+        for (size_t s = f; s <= l; s++) mx = sc[s] > mx ? sc[s] : mx;
+        __m256 m = _mm256_set1_ps(mx);
+        __m256d sum = _mm256_setzero_pd();
+        size_t s = f;
+        for (; s + 8 <= l + 1; s += 8) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + s), m));
+            _mm256_storeu_ps(sc + s, e);
+            sum = _mm256_add_pd(sum, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(e)),
+                                                   _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1))));
+        }
+        double total = hsum4d(sum);
+        for (; s <= l; s++) { /* the tail: the same exp, one lane at a time */
+            float e = _mm256_cvtss_f32(exp8(_mm256_set1_ps(sc[s] - mx)));
+            sc[s] = e;
+            total += (double)e;
+        }
+        float inv = (float)(1.0 / total);
+        if (a->max_out) {
+            a->max_out[i] = mx;
+            a->sum_out[i] = (float)total;
+            inv = 1.0f;
+        }
+        for (size_t t = 0; t < f; t++) sc[t] = 0.0f;
+        for (s = f; s <= l; s++) sc[s] *= inv;
+        for (s = l + 1; s < len; s++) sc[s] = 0.0f;
+    }
+    for (size_t c = 0; c < H; c += 16) { /* 16 columns: 4 rows x 2 accumulators and the values fit in 16 registers */
+        __m256 acc[4][2];
+        for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+        size_t vslot = (size_t)lo % (size_t)slots, vahead = ((size_t)lo + VALUE_AHEAD) % (size_t)slots;
+        for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
+            const char *v = V + vslot * stride * es;
+            prefetch_lines_l1(V + vahead * stride * es + c * es, 16 * es);
+            __m256 v0 = kv8(v, c, f16), v1 = kv8(v, c + 8, f16);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                if (i >= n) break;
+                __m256 p = _mm256_set1_ps(scores[(size_t)i * len + s]);
+                acc[i][0] = _mm256_fmadd_ps(p, v0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(p, v1, acc[i][1]);
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            _mm256_storeu_ps(a->out[i] + c, acc[i][0]);
+            _mm256_storeu_ps(a->out[i] + c + 8, acc[i][1]);
+        }
+    }
+}
+
+static void attention_rows_avx2(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
+                                size_t H, float softcap, float *scores) {
+    if (H % 16 || a->n > 4) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+    else if (a->kv_f16) attention_rows_t(a, K, V, stride, slots, H, softcap, scores, true);
+    else attention_rows_t(a, K, V, stride, slots, H, softcap, scores, false);
+}
+
+/* Two passes as argmax_avx512: the largest value (NaNs skipped), then the first index holding it. */
+static size_t argmax_avx2(const float *x, size_t n) {
+    if (n < 16 || x[0] != x[0]) return gm_argmax_f32_ref(x, n);
+    __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    }
+    float v[8], m = -INFINITY;
+    _mm256_storeu_ps(v, _mm256_max_ps(m0, m1));
+    for (int j = 0; j < 8; j++) m = v[j] > m ? v[j] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    __m256 mv = _mm256_set1_ps(m);
+    for (i = 0; i + 8 <= n; i += 8) {
+        int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+        if (hit) return i + (size_t)__builtin_ctz((unsigned)hit);
+    }
+    for (; i < n; i++)
+        if (x[i] == m) break;
+    return i < n ? i : 0;
+}
+
+const gm_vec_ops gm_vec_avx2 = {rmsnorm_avx2, geglu_avx2, attention_rows_avx2, argmax_avx2, gm_exp_sums_f32_ref};
