@@ -4,6 +4,7 @@
 
 #include "kernels/kernels_internal.h"
 #include "kernels/ops.h"
+#include "kernels/attention_x86.h"
 #include "kernels/quant_x86.h"
 
 /* 2^n for integer-valued n in [-150, 128], as the product of two normal powers so that results in the
@@ -82,8 +83,6 @@ GM_AI __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
     return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
 }
 
-GM_AI size_t next_slot(size_t slot, int slots) { return slot + 1 == (size_t)slots ? 0 : slot + 1; }
-
 /* 8 cache values from element j of a row, as f32 */
 GM_AI __m256 kv8(const void *row, size_t j, const bool f16) {
     return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + j)))
@@ -99,18 +98,8 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     const size_t es = f16 ? 2 : 4;
     const char *K = Kv, *V = Vv;
     const int n = a->n;
-    int lo = a->first[0], hi = a->last[0];
-    for (int i = 1; i < n; i++) {
-        if (a->first[i] < lo) lo = a->first[i];
-        if (a->last[i] > hi) hi = a->last[i];
-    }
-    if (hi < lo) {
-        for (int i = 0; i < n; i++) {
-            for (size_t c = 0; c < H; c++) a->out[i][c] = 0.0f;
-            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
-        }
-        return;
-    }
+    int lo, hi;
+    if (!attn_span(a, H, &lo, &hi)) return;
     const size_t len = (size_t)(hi - lo + 1);
     const float *q[4];
     for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
@@ -132,16 +121,9 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     }
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
-        if (a->first[i] > a->last[i]) {
-            for (size_t s = 0; s < len; s++) sc[s] = 0.0f;
-            if (a->max_out) a->max_out[i] = -INFINITY, a->sum_out[i] = 0.0f;
-            continue;
-        }
-        size_t f = (size_t)(a->first[i] - lo), l = (size_t)(a->last[i] - lo);
-        if (softcap > 0)
-            for (size_t s = f; s <= l; s++) sc[s] = softcap * tanhf(sc[s] / softcap);
-        float mx = -INFINITY;
-        for (size_t s = f; s <= l; s++) mx = sc[s] > mx ? sc[s] : mx;
+        size_t f, l;
+        float mx;
+        if (!attn_row_start(a, i, sc, len, lo, softcap, &f, &l, &mx)) continue;
         __m256 m = _mm256_set1_ps(mx);
         __m256d sum = _mm256_setzero_pd();
         size_t s = f;
@@ -157,15 +139,7 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
             sc[s] = e;
             total += (double)e;
         }
-        float inv = (float)(1.0 / total);
-        if (a->max_out) {
-            a->max_out[i] = mx;
-            a->sum_out[i] = (float)total;
-            inv = 1.0f;
-        }
-        for (size_t t = 0; t < f; t++) sc[t] = 0.0f;
-        for (s = f; s <= l; s++) sc[s] *= inv;
-        for (s = l + 1; s < len; s++) sc[s] = 0.0f;
+        attn_row_finish(a, i, sc, len, f, l, mx, total);
     }
     for (size_t c = 0; c < H; c += 16) { /* 16 columns: 4 rows x 2 accumulators and the values fit in 16 registers */
         __m256 acc[4][2];
