@@ -3,9 +3,10 @@
  * a 6 x 16 FMA tile (the sgemm micro-kernel's shape). Decoding is exact (the same value as
  * gm_packed_row), so the product is an f32 one, with no rounding of the inputs at all.
  *
- * Why not the int16 terms: without VNNI a two-term int16 product costs two vpmaddwd per 16 weights
- * and input, on CPUs that run 256-bit integer multiplies at half rate (AMD Zen 1/2) four times the
- * FMA's one; the decode of a panel is paid once for all T inputs. */
+ * Why not the int16 terms without VNNI: one int16 matvec per input decodes and widens the codes again
+ * for every input, then spends two vpmaddwd and two vpaddd per 16 weights (vpmaddwd issues on one of
+ * Zen 1's four vector pipes, FMAs on two); here two FMAs per 16 weights and input, the decoding paid
+ * once per panel for all T inputs (prefill 5.8-6.8x on a Zen 1 guest, docs/BENCHMARKS.md). */
 #include "kernels/kernels_internal.h"
 #include "kernels/packed.h"
 #include "kernels/packed_avx2.h"
