@@ -227,11 +227,14 @@ int main(int argc, char **argv) {
             }
             double best = 1e30, start = gm_now_seconds();
             int runs = 0;
+            const bool f32 = pops->matmul_f32 != NULL; /* as the engine: AVX2's batched products in f32 */
             do {
                 double t0 = gm_now_seconds();
-                if (t == GM_BF16 || ii == 3) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
+                if (t == GM_BF16 || ii == 3 || f32) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
                 else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
-                pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
+                xq.f32 = f32;
+                if (f32) pops->matmul_f32(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
+                else pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
                 double dt = gm_now_seconds() - t0;
                 best = dt < best ? dt : best;
                 runs++;
