@@ -29,19 +29,26 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
     *b = y;
 }
 
-/* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0). */
-GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1) {
+/* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0), stored, or with `add` added to what y holds
+ * (a constant after inlining) */
+GM_AI void put_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1, int add) {
     size_t a = p * GM_PANEL_ROWS;
     if (a >= r0 && a + GM_PANEL_ROWS <= r1) {
-        _mm256_storeu_ps(y + (a - r0), lo);
-        _mm256_storeu_ps(y + (a - r0) + 8, hi);
+        float *o = y + (a - r0);
+        if (add) lo = _mm256_add_ps(lo, _mm256_loadu_ps(o)), hi = _mm256_add_ps(hi, _mm256_loadu_ps(o + 8));
+        _mm256_storeu_ps(o, lo);
+        _mm256_storeu_ps(o + 8, hi);
         return;
     }
     float v[16];
     _mm256_storeu_ps(v, lo);
     _mm256_storeu_ps(v + 8, hi);
     for (size_t i = 0; i < GM_PANEL_ROWS; i++)
-        if (a + i >= r0 && a + i < r1) y[a + i - r0] = v[i];
+        if (a + i >= r0 && a + i < r1) y[a + i - r0] = add ? y[a + i - r0] + v[i] : v[i];
+}
+
+GM_AI void store_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1) {
+    put_rows(y, lo, hi, p, r0, r1, 0);
 }
 
 #endif

@@ -107,23 +107,6 @@ GM_AI void fma_tile(const float *w, size_t n, const float *x, size_t ldx, int nt
     acc[3][0] = a3, acc[3][1] = b3, acc[4][0] = a4, acc[4][1] = b4, acc[5][0] = a5, acc[5][1] = b5;
 }
 
-/* y[row - r0] (= or +=) for the rows of panel p inside [r0, r1) */
-GM_AI void put_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1, int add) {
-    size_t a = p * GM_PANEL_ROWS;
-    if (a >= r0 && a + GM_PANEL_ROWS <= r1) {
-        float *o = y + (a - r0);
-        if (add) lo = _mm256_add_ps(lo, _mm256_loadu_ps(o)), hi = _mm256_add_ps(hi, _mm256_loadu_ps(o + 8));
-        _mm256_storeu_ps(o, lo);
-        _mm256_storeu_ps(o + 8, hi);
-        return;
-    }
-    float v[16];
-    _mm256_storeu_ps(v, lo);
-    _mm256_storeu_ps(v + 8, hi);
-    for (size_t i = 0; i < GM_PANEL_ROWS; i++)
-        if (a + i >= r0 && a + i < r1) y[a + i - r0] = add ? y[a + i - r0] + v[i] : v[i];
-}
-
 /* Inputs [t0, t0 + nt) against the decoded columns [c0, c0 + n) of panel p */
 GM_AI void tokens(const float *w, size_t n, const gm_xq *xq, size_t c0, size_t t0, int nt, size_t p, size_t r0,
                   size_t r1, float *Y, size_t ldy) {

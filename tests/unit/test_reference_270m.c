@@ -97,8 +97,8 @@ static void check_prompt(gm_model *m, const cJSON *p, float *logits) {
     int steps = cJSON_GetArraySize(g), agree = 0;
     /* reference_kernel_paths.sh checks the first GM_TEST_GREEDY_STEPS tokens on its extra paths (decode
      * is the slow part of this test; the default path keeps all 64) */
-    const char *cap = getenv("GM_TEST_GREEDY_STEPS");
-    if (cap && atoi(cap) > 0 && atoi(cap) < steps) steps = atoi(cap);
+    int cap = getenv("GM_TEST_GREEDY_STEPS") ? atoi(getenv("GM_TEST_GREEDY_STEPS")) : 0;
+    if (cap > 0 && cap < steps) steps = cap;
     int32_t tok = mine[0];
     for (int t = 0; t < steps; t++) {
         if (tok != (int32_t)cJSON_GetArrayItem(g, t)->valuedouble) break;
