@@ -86,7 +86,7 @@ GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const 
     const int split = K == GM_PK_N6;
     __m256i l1 = _mm256_setzero_si256(), h1 = l1, l2 = l1, h2 = l1, bl1 = l1, bh1 = l1, bl2 = l1, bh2 = l1;
     for (int g = 0; g < 8; g++) {
-        __m256i a, b, w0, w1, v0, v1;
+        __m256i a, b, w0, w1, v0, v1; /* w: the codes of pair g (columns 2g, 2g + 1), v: of pair g + 8 */
         int sg;
         if (K == GM_PK_D16 || K == GM_PK_SM32) { /* bytes in memory: widened as they are loaded */
             const __m128i *c = (const __m128i *)(t + 32 * g);
@@ -103,17 +103,16 @@ GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const 
         l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(w0, xa2));
         h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(w1, xa2));
         __m256i xb1 = _mm256_set1_epi32(x1[g + 8]), xb2 = _mm256_set1_epi32(x2[g + 8]);
-        w0 = v0, w1 = v1;
         if (split) {
-            bl1 = _mm256_add_epi32(bl1, _mm256_madd_epi16(w0, xb1));
-            bh1 = _mm256_add_epi32(bh1, _mm256_madd_epi16(w1, xb1));
-            bl2 = _mm256_add_epi32(bl2, _mm256_madd_epi16(w0, xb2));
-            bh2 = _mm256_add_epi32(bh2, _mm256_madd_epi16(w1, xb2));
+            bl1 = _mm256_add_epi32(bl1, _mm256_madd_epi16(v0, xb1));
+            bh1 = _mm256_add_epi32(bh1, _mm256_madd_epi16(v1, xb1));
+            bl2 = _mm256_add_epi32(bl2, _mm256_madd_epi16(v0, xb2));
+            bh2 = _mm256_add_epi32(bh2, _mm256_madd_epi16(v1, xb2));
         } else {
-            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w0, xb1));
-            h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(w1, xb1));
-            l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(w0, xb2));
-            h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(w1, xb2));
+            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(v0, xb1));
+            h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(v1, xb1));
+            l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(v0, xb2));
+            h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(v1, xb2));
         }
     }
     d1[0] = l1, d1[1] = h1, d1[2] = bl1, d1[3] = bh1;
@@ -138,10 +137,8 @@ GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const
         int32_t o1 = K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0, o2 = K == GM_PK_N5D ? 16 * (qs[2] + qs[3]) : 0;
         __m256 sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so)));
         __m256 sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so + 16)));
-        *lo = _mm256_fmadd_ps(two_terms(d1[0], o1, d2[0], o2),
-                              _mm256_mul_ps(sl, dv), *lo);
-        *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2),
-                              _mm256_mul_ps(sh, dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], o1, d2[0], o2), _mm256_mul_ps(sl, dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2), _mm256_mul_ps(sh, dv), *hi);
         return;
     }
     case GM_PK_N6: {
@@ -157,10 +154,8 @@ GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const
         __m256 x = _mm256_set1_ps(xs);
         *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
         *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
-        *lo = _mm256_fmadd_ps(two_terms(d1[0], 0, d2[0], 0),
-                              _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
-        *hi = _mm256_fmadd_ps(two_terms(d1[1], 0, d2[1], 0),
-                              _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], 0, d2[0], 0), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], 0, d2[1], 0), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
         return;
     }
     }

@@ -5,8 +5,9 @@
 # the same with the int16 terms (GM_INT16_MATMUL=1; on AVX2 instead of the f32 batched products), AVX2
 # (GM_KERNELS=avx2, where the CPU has AVX-512) and the f32 kernels on the
 # file's layout (GM_EXACT=1); and the default path with the packed weights mapped from a weight cache
-# (written by the GM_NO_AMX=1 run, or by a one-token load where that is the default path; mapped by a last run, on 2 threads: decode then cuts each token's
-# attention into pieces of the cache, merged afterwards). Speed never buys wrong logits on any path.
+# (written by the GM_NO_AMX=1 run, or by a one-token load where that is the default path; mapped by a last
+# run, on 2 threads: decode then cuts each token's attention into pieces of the cache, merged afterwards).
+# Speed never buys wrong logits on any path.
 # Then --precision fast (GM_TEST_PRECISION=fast), which rounds activations as llama.cpp does, against its
 # own, looser bound (test_reference_270m.c: TOL_FAST).
 set -u
@@ -33,7 +34,7 @@ for env in "${envs[@]}"; do
   if env $env "$REF" > "$T/log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL with $env:"; fi
   grep -E "passed|FAIL|long |weight cache|precision" "$T/log" | sed "s#^#  $env: #"
 done
-# the last run must have mapped every packed matrix from the cache the first one wrote
+# the last run must have mapped every packed matrix from the cache written before
 grep -q "weight cache mapped" "$T/log" || { fail=$((fail+1)); echo "FAIL: the last run did not map the weight cache"; }
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
