@@ -53,6 +53,7 @@ run_one() {
 }
 # GM_FUZZ_JOBS harnesses at a time (default: one per core; each harness is one process on one core)
 jobs=${GM_FUZZ_JOBS:-$(nproc)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1 # 0 or not a number: one at a time
 for n in "${names[@]}"; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
   run_one "$n" &
