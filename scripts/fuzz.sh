@@ -52,10 +52,10 @@ run_one() {
   echo $rc > "$work/$n.rc"
 }
 # GM_FUZZ_JOBS harnesses at a time (default: one per core; each harness is one process on one core)
-jobs=${GM_FUZZ_JOBS:-$(nproc)}
-[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1 # 0 or not a number: one at a time
+parallel=${GM_FUZZ_JOBS:-$(nproc)}
+[ "$parallel" -ge 1 ] 2>/dev/null || parallel=1 # 0 or not a number: one at a time
 for n in "${names[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n; done
   run_one "$n" &
 done
 wait

@@ -95,8 +95,8 @@ static void check_prompt(gm_model *m, const cJSON *p, float *logits) {
     /* 64-token greedy continuation */
     const cJSON *g = cJSON_GetObjectItem(p, "greedy64");
     int steps = cJSON_GetArraySize(g), agree = 0;
-    /* reference_kernel_paths.sh checks the first GM_TEST_GREEDY_STEPS tokens on its extra paths (decode
-     * is the slow part of this test; the default path keeps all 64) */
+    /* the first GM_TEST_GREEDY_STEPS tokens only: reference_kernel_paths.sh on its extra paths and the ASan
+     * stage of scripts/test.sh (decode is the slow part of this test); the Release default path keeps all 64 */
     int cap = getenv("GM_TEST_GREEDY_STEPS") ? atoi(getenv("GM_TEST_GREEDY_STEPS")) : 0;
     if (cap > 0 && cap < steps) steps = cap;
     int32_t tok = mine[0];
