@@ -200,6 +200,7 @@ int main(int argc, char **argv) {
         xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
         xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
         xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
+        xq.xb = aligned_alloc(64, gm_xq_xb_bytes(1152)); /* one input's pairs, as the engine's AVX2 matvec reads them */
         static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
         for (int ii = 0; ii < 4 && P[1].data; ii++) {
             const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
@@ -250,6 +251,7 @@ int main(int argc, char **argv) {
         free(xq.hi);
         free(xq.mid);
         free(xq.lo);
+        free(xq.xb);
         free(P[0].data);
         free(P[1].data);
         free(w[0]);

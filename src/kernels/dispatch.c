@@ -125,6 +125,11 @@ bool gm_packed_f32_matmul(void) {
     return g_packed->matmul_f32 != NULL && !(e && *e == '1');
 }
 
+bool gm_packed_matvec_xb(void) {
+    pthread_once(&g_once, init_once);
+    return g_packed->matvec_xb;
+}
+
 bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
 }

@@ -33,6 +33,8 @@ typedef struct gm_packed_ops {
     /* T > 1 f32 inputs (xq->x, xq->f32) times the decoded weights of any kind; NULL where the integer
      * products are faster */
     void (*matmul_f32)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+    /* quantize_x fills xq->xb (T = 1, where the caller gave it room) and matvec reads it */
+    bool matvec_xb;
 } gm_packed_ops;
 
 extern const gm_packed_ops gm_packed_scalar;

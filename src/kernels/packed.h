@@ -121,7 +121,15 @@ typedef struct gm_xq {
     bool fast;         /* llama.cpp's rounding (--precision fast): the int8 products use the first term b1
                         * alone (x rounded to 8 bits per 32 values), and the BF16 matmul (T > 1, with the
                         * split) the bf16 hi alone; never set with the AMX matmul */
+    int32_t *xb;       /* [cols / 2][2][8], 32-byte aligned, room for gm_xq_xb_bytes (NULL: none): one input's
+                        * column pairs as the AVX2 matvec's vpmaddwd wants them, the (q1, q1') int16 pair of
+                        * columns 2p, 2p + 1 in all 8 lanes, then the (q2, q2') pair; a view of columns
+                        * [c0, ..) offsets it by 8 c0 */
+    bool has_xb;       /* xb holds this input (gm_quantize_x with T = 1 on kernels that read it) */
 } gm_xq;
+
+/* Bytes of xq->xb for inputs of `cols` columns. */
+static inline size_t gm_xq_xb_bytes(size_t cols) { return cols / 2 * 2 * 8 * sizeof(int32_t); }
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
  * ldd = cols / 32). The same on every path, bit for bit. */
@@ -150,6 +158,10 @@ bool gm_packed_amx_matmul(void);
  * gm_packed_matmul then wants x set by gm_prepare_x_bf16 (no split) and xq->f32. GM_INT16_MATMUL=1
  * turns it off, to compare. */
 bool gm_packed_f32_matmul(void);
+
+/* Whether the chosen kernels' single-input products read xq->xb (gm_quantize_x fills it when it is
+ * there): callers that keep an xq for one-token products give it gm_xq_xb_bytes of room. */
+bool gm_packed_matvec_xb(void);
 
 /* y[r - r0] = sum_c W[r][c] * xhat[c] for r in [r0, r1): rows of the packed matrix against the
  * prepared vector (token 0 of xq). */

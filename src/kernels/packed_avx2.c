@@ -1,6 +1,11 @@
 /* AVX2 kernels for packed weights (layout in packed.h): a panel's 16 rows live in two 256-bit
  * registers of int32 dots; vpmaddwd multiplies 8 rows x 2 columns of codes (sign-extended to int16)
- * by one broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path. */
+ * by one broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path.
+ *
+ * The one-token matvec takes its broadcast input pairs from xq->xb, written once per input by
+ * quantize_x, as vpmaddwd's memory operand: a load instead of a vpbroadcastd, which on Zen 1 is two
+ * more operations on the vector pipes that the matvec saturates (Q8_0 6.8 -> 7.4 GB/s, Q6_K, Q4_K and
+ * Q5_0 4-6 % faster on one core; docs/BENCHMARKS.md). */
 #include <math.h>
 
 #include "kernels/kernels_internal.h"
@@ -68,6 +73,13 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
             xq->qs[4 * k] = s0, xq->qs[4 * k + 1] = s1, xq->qs[4 * k + 2] = s2, xq->qs[4 * k + 3] = s3;
         }
     }
+    xq->has_xb = T == 1 && xq->xb;
+    if (!xq->has_xb) return;
+    const int32_t *p1 = (const int32_t *)xq->q, *p2 = (const int32_t *)xq->q2; /* (q, q') pairs */
+    for (size_t c = 0; c < cols / 2; c++) {
+        _mm256_store_si256((__m256i *)(xq->xb + 16 * c), _mm256_set1_epi32(p1[c]));
+        _mm256_store_si256((__m256i *)(xq->xb + 16 * c + 8), _mm256_set1_epi32(p2[c]));
+    }
 }
 
 /* 32 byte codes -> rows 0-7 and rows 8-15 as int16 pairs */
@@ -77,12 +89,19 @@ GM_AI void widen(__m256i v, int is_signed, __m256i *lo, __m256i *hi) {
     *hi = is_signed ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
 }
 
+/* The input pair of column pair g (0-15) of a tile, term 1 or 2: from the tile's 16 x 2 x 8 words of xb
+ * (pre, a constant after inlining) or broadcast from the terms x1 / x2. */
+GM_AI __m256i x_pair(int pre, const int32_t *xb, const int32_t *x1, const int32_t *x2, int g, int term) {
+    if (pre) return _mm256_load_si256((const __m256i *)(xb + 16 * g + 8 * (term - 1)));
+    return _mm256_set1_epi32(term == 1 ? x1[g] : x2[g]);
+}
+
 /* Integer dots of the tile with both input terms in one pass over its codes (each code widened once, then
  * multiplied by the term-1 and the term-2 pair): rows 0-7 / 8-15 of term k in dk[0] / dk[1] summed over the
  * tile's 32 columns, or for N6 (whose scales change at column 16) the first 16 columns in dk[0] / dk[1] and
  * the last 16 in dk[2] / dk[3]. */
-GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, __m256i d1[4],
-                     __m256i d2[4]) {
+GM_AI void tile_dots(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
+                     const int32_t *x2, __m256i d1[4], __m256i d2[4]) {
     const int split = K == GM_PK_N6;
     __m256i l1 = _mm256_setzero_si256(), h1 = l1, l2 = l1, h2 = l1, bl1 = l1, bh1 = l1, bl2 = l1, bh2 = l1;
     for (int g = 0; g < 8; g++) {
@@ -97,22 +116,22 @@ GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const 
             widen(a, sg, &w0, &w1);
             widen(b, sg, &v0, &v1);
         }
-        __m256i xa1 = _mm256_set1_epi32(x1[g]), xa2 = _mm256_set1_epi32(x2[g]);
-        l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w0, xa1));
-        h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(w1, xa1));
-        l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(w0, xa2));
-        h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(w1, xa2));
-        __m256i xb1 = _mm256_set1_epi32(x1[g + 8]), xb2 = _mm256_set1_epi32(x2[g + 8]);
+        __m256i xg1 = x_pair(pre, xb, x1, x2, g, 1), xg2 = x_pair(pre, xb, x1, x2, g, 2);
+        l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w0, xg1));
+        h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(w1, xg1));
+        l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(w0, xg2));
+        h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(w1, xg2));
+        __m256i xh1 = x_pair(pre, xb, x1, x2, g + 8, 1), xh2 = x_pair(pre, xb, x1, x2, g + 8, 2);
         if (split) {
-            bl1 = _mm256_add_epi32(bl1, _mm256_madd_epi16(v0, xb1));
-            bh1 = _mm256_add_epi32(bh1, _mm256_madd_epi16(v1, xb1));
-            bl2 = _mm256_add_epi32(bl2, _mm256_madd_epi16(v0, xb2));
-            bh2 = _mm256_add_epi32(bh2, _mm256_madd_epi16(v1, xb2));
+            bl1 = _mm256_add_epi32(bl1, _mm256_madd_epi16(v0, xh1));
+            bh1 = _mm256_add_epi32(bh1, _mm256_madd_epi16(v1, xh1));
+            bl2 = _mm256_add_epi32(bl2, _mm256_madd_epi16(v0, xh2));
+            bh2 = _mm256_add_epi32(bh2, _mm256_madd_epi16(v1, xh2));
         } else {
-            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(v0, xb1));
-            h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(v1, xb1));
-            l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(v0, xb2));
-            h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(v1, xb2));
+            l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(v0, xh1));
+            h1 = _mm256_add_epi32(h1, _mm256_madd_epi16(v1, xh1));
+            l2 = _mm256_add_epi32(l2, _mm256_madd_epi16(v0, xh2));
+            h2 = _mm256_add_epi32(h2, _mm256_madd_epi16(v1, xh2));
         }
     }
     d1[0] = l1, d1[1] = h1, d1[2] = bl1, d1[3] = bh1;
@@ -126,10 +145,10 @@ GM_AI __m256 two_terms(__m256i v1, int32_t o1, __m256i v2, int32_t o2) {
 }
 
 /* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input (both terms) */
-GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, float dx, float xs,
-                      const int32_t *qs, __m256 *lo, __m256 *hi) {
+GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
+                      const int32_t *x2, float dx, float xs, const int32_t *qs, __m256 *lo, __m256 *hi) {
     __m256i d1[4], d2[4];
-    tile_dots(K, t, x1, x2, d1, d2);
+    tile_dots(K, pre, t, xb, x1, x2, d1, d2);
     __m256 dv = _mm256_set1_ps(dx);
     switch (K) {
     case GM_PK_D16: case GM_PK_N5D: {
@@ -161,7 +180,8 @@ GM_AI void tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const
     }
 }
 
-GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+/* pre: the input pairs from xq->xb (xq->has_xb), else broadcast from q / q2 */
+GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     const gm_prefetch pf = gm_packed_prefetch(); /* as the AVX-512 matvec */
@@ -170,7 +190,8 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         __m256 lo = _mm256_setzero_ps(), hi = lo;
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_stream(t, pf, tb);
-            tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
+            tile_apply(K, pre, t, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b],
+                       xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
     }
@@ -203,11 +224,10 @@ static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     if (r1 <= r0) return;
     switch (P->kind) {
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
-    case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
-    case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
-    case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
-    case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
-    case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
+#define KIND(k) \
+    case k: if (xq->has_xb) matvec_k(k, 1, P, r0, r1, xq, y); else matvec_k(k, 0, P, r0, r1, xq, y); return;
+    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N5D) KIND(GM_PK_N6)
+#undef KIND
     default: return;
     }
 }
@@ -220,6 +240,7 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
         size_t b = (p + 1) * GM_PANEL_ROWS > r1 ? r1 : (p + 1) * GM_PANEL_ROWS;
         for (size_t t = 0; t < T; t++) {
             gm_xq one = *xq;
+            one.has_xb = false; /* xb would hold one input at most */
             if (P->kind == GM_PK_BF16) one.x = xq->x + t * xq->ldx;
             else {
                 one.q = xq->q + t * xq->ldq, one.q2 = xq->q2 + t * xq->ldq;
@@ -233,4 +254,4 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
 
 const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2,    gm_split_bf16_ref,      packed_matvec_avx2,
                                       packed_matmul_avx2, gm_packed_matmul8_avx2, gm_quantize_x8_ref,
-                                      gm_packed_matmul_f32_avx2};
+                                      gm_packed_matmul_f32_avx2, true};

@@ -21,6 +21,7 @@ static void quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols,
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = nb;
+    xq->has_xb = false;
     for (size_t t = 0; t < T; t++) {
         const float *xt = x + t * ldx;
         int16_t *q = xq->q + t * cols, *q2 = xq->q2 + t * cols;
@@ -560,4 +561,4 @@ void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 }
 
 const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
-                                        gm_packed_matmul_avx512, packed_matmul8_avx512, quantize_x8_avx512, NULL};
+                                        gm_packed_matmul_avx512, packed_matmul8_avx512, quantize_x8_avx512, NULL, false};

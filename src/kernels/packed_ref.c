@@ -12,6 +12,7 @@ void gm_quantize_x_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq 
     xq->cols = cols;
     xq->ldq = cols;
     xq->ldd = nb;
+    xq->has_xb = false;
     for (size_t t = 0; t < T; t++) {
         const float *xt = x + t * ldx;
         int16_t *q = xq->q + t * cols;
@@ -189,4 +190,4 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref, NULL};
+                                        NULL, gm_quantize_x8_ref, NULL, false};

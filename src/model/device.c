@@ -49,6 +49,10 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.d = malloc(nblk * sizeof(float));
     d->xq.s = malloc(nblk * sizeof(float));
     d->xq.qs = malloc(4 * nblk * sizeof(int32_t));
+    /* one token's input pairs as the AVX2 matvec reads them (gm_packed_matvec_xb) */
+    size_t nxb = gm_packed_matvec_xb() ? gm_xq_xb_bytes(wide) : 0;
+    if (nxb) d->xq.xb = aligned_alloc(64, (nxb + 63) / 64 * 64);
+    d->activation_bytes += nxb;
     /* The three bf16 terms in one block, each starting XQ_TERM_STAGGER bytes further into its page than
      * the one before. The AMX matmul loads the same tile of all three: at equal page offsets their
      * rows fight for the same cache sets, and 1B Q8_0 prefill ran 15-20 % slower (whether separate
@@ -69,7 +73,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     }
     d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
     if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo ||
-        (int8 && (!d->xq.b8 || !d->xq.e8 || !d->xq.s8))) {
+        (int8 && (!d->xq.b8 || !d->xq.e8 || !d->xq.s8)) || (nxb && !d->xq.xb)) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -92,6 +96,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.d);
     free(d->xq.s);
     free(d->xq.qs);
+    free(d->xq.xb);
     free(d->xq.hi); /* mid and lo live in the same block */
     free(d->xq.b8);
     free(d->xq.e8);
@@ -252,6 +257,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
         if (m->packed.data) {
             tk.xq.q += m->lo, tk.xq.q2 += m->lo, tk.xq.d += m->lo / GM_XQ_BLOCK, tk.xq.s += m->lo / GM_XQ_BLOCK;
             tk.xq.qs += m->lo / 8;
+            if (tk.xq.xb) tk.xq.xb += 8 * m->lo;
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
             if (tk.xq.has8) tk.xq.b8 += 3 * m->lo, tk.xq.e8 += m->lo / GM_XQ_BLOCK, tk.xq.s8 += 3 * (m->lo / GM_XQ_BLOCK);
             tk.xq.cols = (size_t)m->cols;

@@ -266,6 +266,23 @@ static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t
             }
         CHECK(bad == 0, "%s packed %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name, rows,
               cols, r0, r1, T, bad);
+        if (T == 1 && t != GM_BF16) {
+            /* the same input quantized by the path itself with room for xb: kernels that read their input
+             * pairs from it (the AVX2 matvec) must fill it, and give the same outputs */
+            xq.xb = aligned_alloc(64, (gm_xq_xb_bytes(cols) + 63) / 64 * 64);
+            ops->quantize_x(x, cols, 1, cols, &xq);
+            CHECK(xq.has_xb == ops->matvec_xb, "%s quantize_x: has_xb %d", name, xq.has_xb);
+            for (size_t i = 0; i < n + 8; i++) got[i] = -777.0f;
+            ops->matvec(&P, r0, r1, &xq, got);
+            int bad_xb = 0;
+            for (size_t i = 0; i < n + 8; i++)
+                bad_xb += i < n ? !(fabs((double)got[i] - ref[i]) <= 1e-6 * abs_dot(&P, r0 + i, &xq, 0) + 1e-30)
+                                : got[i] != -777.0f;
+            CHECK(bad_xb == 0, "%s packed %s %zux%zu T 1 with xb: %d outputs wrong", name, gm_dtype_get(t)->name, rows,
+                  cols, bad_xb);
+            free(xq.xb);
+            xq.xb = NULL;
+        }
         if (t == GM_BF16 && (T == 1 || xq.split)) {
             /* the exact f32 product (T = 1) or within 2^-16 of it (hi + lo) */
             float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
