@@ -96,7 +96,7 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out);
 /* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
  * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
  * columns [c0, c0 + n) (c0 a multiple of 32) offsets q, q2, x, hi, mid, lo by c0, d, s by c0 / 32, qs by
- * c0 / 8. */
+ * c0 / 8, xb by 8 c0. */
 typedef struct gm_xq {
     int16_t *q;      /* [T][ldq]: q1 = round(x / d), 4-byte aligned */
     int16_t *q2;     /* [T][ldq]: q2 = round((x - d q1) 32768 / d) */
@@ -123,8 +123,7 @@ typedef struct gm_xq {
                         * split) the bf16 hi alone; never set with the AMX matmul */
     int32_t *xb;       /* [cols / 2][2][8], 32-byte aligned, room for gm_xq_xb_bytes (NULL: none): one input's
                         * column pairs as the AVX2 matvec's vpmaddwd wants them, the (q1, q1') int16 pair of
-                        * columns 2p, 2p + 1 in all 8 lanes, then the (q2, q2') pair; a view of columns
-                        * [c0, ..) offsets it by 8 c0 */
+                        * columns 2p, 2p + 1 in all 8 lanes, then the (q2, q2') pair */
     bool has_xb;       /* xb holds this input (gm_quantize_x with T = 1 on kernels that read it) */
 } gm_xq;
 
