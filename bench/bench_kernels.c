@@ -100,16 +100,19 @@ static int bench_pack(const char *types_arg, double min_time) {
         if (!listed(types_arg, gm_dtype_get(t)->name)) continue;
         size_t rb;
         uint8_t *w = make_weights(t, rows, cols, &rb);
-        gm_packed P;
-        gm_pack_describe(t, rows, cols, &P);
-        P.data = aligned_alloc(64, (gm_packed_bytes(t, rows, cols) + 63) / 64 * 64);
-        if (!w || !P.data) {
-            fprintf(stderr, "out of memory for %s\n", gm_dtype_get(t)->name);
-            return 1;
+        /* Q5_0 as its 5-bit tiles, then as 8-bit ones ("Q5_0/D", AVX2's choice) */
+        for (int ki = 0; ki < (t == GM_Q5_0 ? 2 : 1); ki++) {
+            gm_packed P;
+            gm_pack_describe_as(ki ? GM_PK_D16 : t == GM_Q5_0 ? GM_PK_N5D : gm_pack_kind_of(t), t, rows, cols, &P);
+            P.data = aligned_alloc(64, (gm_packed_size(&P) + 63) / 64 * 64);
+            if (!w || !P.data) {
+                fprintf(stderr, "out of memory for %s\n", gm_dtype_get(t)->name);
+                return 1;
+            }
+            double fast = pack_rate(gm_pack_rows, &P, w, rb, min_time), ref = pack_rate(gm_pack_rows_ref, &P, w, rb, min_time);
+            printf("%-6s %10.2f %10.2f\n", ki ? "Q5_0/D" : gm_dtype_get(t)->name, fast, ref);
+            free(P.data);
         }
-        double fast = pack_rate(gm_pack_rows, &P, w, rb, min_time), ref = pack_rate(gm_pack_rows_ref, &P, w, rb, min_time);
-        printf("%-6s %10.2f %10.2f\n", gm_dtype_get(t)->name, fast, ref);
-        free(P.data);
         free(w);
     }
     return 0;
@@ -189,71 +192,77 @@ int main(int argc, char **argv) {
         }
         /* the packed path (int16 activations): GB/s counts the bytes of the original GGUF matrix, so
          * the columns compare with the rows above */
-        gm_packed P[2];
-        for (int si = 0; si < 2; si++) {
-            gm_pack_describe(t, shapes[si].rows, shapes[si].cols, &P[si]);
-            size_t pb = gm_packed_bytes(t, shapes[si].rows, shapes[si].cols);
-            P[si].data = pb && w[si] ? aligned_alloc(2u << 20, (pb + (2u << 20) - 1) / (2u << 20) * (2u << 20)) : NULL;
-            if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
-        }
-        gm_xq xq = {0};
-        xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
-        xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
-        xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
-        xq.xb = aligned_alloc(64, gm_xq_xb_bytes(1152)); /* one input's pairs, as the engine's AVX2 matvec reads them */
-        static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
-        for (int ii = 0; ii < 4 && P[1].data; ii++) {
-            const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
-            if (!pops || !listed(isa_arg, pisas[ii])) continue;
-            printf("%-6s %-7s", tname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
+        /* Q5_0 runs as both of its packed kinds: its 5-bit tiles ("Q5_0") and the 8-bit ones ("Q5_0/D",
+         * what gm_pack_kind_of picks on AVX2) */
+        const gm_pack_kind kinds[2] = {t == GM_Q5_0 ? GM_PK_N5D : gm_pack_kind_of(t), GM_PK_D16};
+        for (int ki = 0; ki < (t == GM_Q5_0 ? 2 : 1); ki++) {
+            const char *pname = ki ? "Q5_0/D" : tname;
+            gm_packed P[2];
             for (int si = 0; si < 2; si++) {
-                if (!P[si].data) {
-                    printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
-                    continue;
+                gm_pack_describe_as(kinds[ki], t, shapes[si].rows, shapes[si].cols, &P[si]);
+                size_t pb = gm_packed_size(&P[si]);
+                P[si].data = pb && w[si] ? aligned_alloc(2u << 20, (pb + (2u << 20) - 1) / (2u << 20) * (2u << 20)) : NULL;
+                if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
+            }
+            gm_xq xq = {0};
+            xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
+            xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
+            xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
+            xq.xb = aligned_alloc(64, gm_xq_xb_bytes(1152)); /* one input's pairs, as the engine's AVX2 matvec reads them */
+            static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
+            for (int ii = 0; ii < 4 && P[1].data; ii++) {
+                const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
+                if (!pops || !listed(isa_arg, pisas[ii])) continue;
+                printf("%-6s %-7s", pname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
+                for (int si = 0; si < 2; si++) {
+                    if (!P[si].data) {
+                        printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
+                        continue;
+                    }
+                    double best = 1e30, start = gm_now_seconds();
+                    int runs = 0;
+                    do {
+                        double t0 = gm_now_seconds();
+                        if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
+                        else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
+                        pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
+                        double dt = gm_now_seconds() - t0;
+                        if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
+                        runs++;
+                    } while (gm_now_seconds() - start < min_time || runs < 2);
+                    double bytes = (double)rb[si] * (double)shapes[si].rows;
+                    printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
+                           (double)shapes[si].rows / best);
                 }
                 double best = 1e30, start = gm_now_seconds();
                 int runs = 0;
+                const bool f32 = pops->matmul_f32 != NULL; /* as the engine: AVX2's batched products in f32 */
                 do {
                     double t0 = gm_now_seconds();
-                    if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
-                    else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
-                    pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
+                    if (t == GM_BF16 || ii == 3 || f32) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
+                    else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
+                    xq.f32 = f32;
+                    if (f32) pops->matmul_f32(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
+                    else pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
                     double dt = gm_now_seconds() - t0;
-                    if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
+                    best = dt < best ? dt : best;
                     runs++;
                 } while (gm_now_seconds() - start < min_time || runs < 2);
-                double bytes = (double)rb[si] * (double)shapes[si].rows;
-                printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
-                       (double)shapes[si].rows / best);
+                printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+                fflush(stdout);
             }
-            double best = 1e30, start = gm_now_seconds();
-            int runs = 0;
-            const bool f32 = pops->matmul_f32 != NULL; /* as the engine: AVX2's batched products in f32 */
-            do {
-                double t0 = gm_now_seconds();
-                if (t == GM_BF16 || ii == 3 || f32) gm_prepare_x_bf16(x, shapes[1].cols, T, shapes[1].cols, ii == 3, &xq);
-                else pops->quantize_x(x, shapes[1].cols, T, shapes[1].cols, &xq);
-                xq.f32 = f32;
-                if (f32) pops->matmul_f32(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
-                else pops->matmul(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
-                double dt = gm_now_seconds() - t0;
-                best = dt < best ? dt : best;
-                runs++;
-            } while (gm_now_seconds() - start < min_time || runs < 2);
-            printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
-            fflush(stdout);
+            free(xq.q);
+            free(xq.q2);
+            free(xq.d);
+            free(xq.s);
+            free(xq.qs);
+            free(xq.hi);
+            free(xq.mid);
+            free(xq.lo);
+            free(xq.xb);
+            free(P[0].data);
+            free(P[1].data);
         }
-        free(xq.q);
-        free(xq.q2);
-        free(xq.d);
-        free(xq.s);
-        free(xq.qs);
-        free(xq.hi);
-        free(xq.mid);
-        free(xq.lo);
-        free(xq.xb);
-        free(P[0].data);
-        free(P[1].data);
         free(w[0]);
         free(w[1]);
     }

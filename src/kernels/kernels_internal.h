@@ -35,6 +35,8 @@ typedef struct gm_packed_ops {
     void (*matmul_f32)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
     /* quantize_x fills xq->xb (T = 1, where the caller gave it room) and matvec reads it */
     bool matvec_xb;
+    /* Q5_0 packs as 8-bit GM_PK_D16 tiles rather than GM_PK_N5D (gm_pack_kind_of) */
+    bool q5_0_as_d16;
 } gm_packed_ops;
 
 extern const gm_packed_ops gm_packed_scalar;

@@ -1,7 +1,7 @@
 /* Re-laying quantized GGUF matrices out as 16-row panels (layout in packed.h), reading single rows
  * back, and quantizing activations to int16. It runs once per weight at load time: a generic
  * per-value path for every type (the reference), and SSE2 paths for the types real files hold most
- * of (Q8_0, BF16, Q5_0, Q4_K, Q6_K); the activation code runs per input vector. */
+ * of (Q8_0, BF16, Q5_0 as either kind, Q4_K, Q6_K); the activation code runs per input vector. */
 #include <emmintrin.h>
 #include <math.h>
 #include <string.h>
@@ -11,7 +11,8 @@
 
 #define F16(p) gm_f16_to_f32(gm_kernels_le16(p))
 
-gm_pack_kind gm_pack_kind_of(gm_dtype type) {
+/* The kind each type packs as on kernels without a preference (Q5_0: the 5-bit tiles). */
+static gm_pack_kind native_kind(gm_dtype type) {
     switch (type) {
     case GM_Q4_0: case GM_Q8_0: return GM_PK_D16;
     case GM_Q5_1: case GM_Q5_K: return GM_PK_SM32;
@@ -21,6 +22,15 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     case GM_BF16: return GM_PK_BF16;
     default: return GM_PK_NONE;
     }
+}
+
+gm_pack_kind gm_pack_kind_of(gm_dtype type) {
+    if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_d16) return GM_PK_D16;
+    return native_kind(type);
+}
+
+bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
+    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && kind == GM_PK_D16));
 }
 
 static size_t tile_bytes_of(gm_pack_kind k) {
@@ -65,8 +75,12 @@ size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols) {
 }
 
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P) {
+    gm_pack_describe_as(gm_pack_kind_of(type), type, rows, cols, P);
+}
+
+void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t cols, gm_packed *P) {
     memset(P, 0, sizeof *P);
-    P->kind = gm_pack_kind_of(type);
+    P->kind = gm_pack_kind_holds(kind, type) ? kind : GM_PK_NONE;
     P->from = type;
     P->rows = rows;
     P->cols = cols;
@@ -163,7 +177,6 @@ static float get_f32(const uint8_t *p) {
     return v;
 }
 
-/* Q8_0 (the embedding's type): codes and scale bytes move as they are. */
 /* 8 x 8 transpose of 16-bit elements (SSE2, baseline x86-64): out[j] lane i = in[i] lane j */
 static void transpose8x16(const __m128i in[8], __m128i out[8]) {
     __m128i a0 = _mm_unpacklo_epi16(in[0], in[1]), a1 = _mm_unpackhi_epi16(in[0], in[1]);
@@ -188,18 +201,40 @@ static void transpose4x32(const __m128i in[4], __m128i out[4]) {
     out[2] = _mm_unpacklo_epi64(a1, a3), out[3] = _mm_unpackhi_epi64(a1, a3);
 }
 
-/* Q8_0: per tile, the 16 rows' 16 code pairs (u16) transposed to [pair][row]; scales verbatim.
- * Missing rows (nrows < 16) stay zero. */
-static void pack_q8_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+/* 16 bytes, byte j = 16 where bit j of m is set, else 0 */
+static __m128i bit4_bytes(uint32_t m) {
+    const __m128i sel = _mm_set_epi8((char)128, 64, 32, 16, 8, 4, 2, 1, (char)128, 64, 32, 16, 8, 4, 2, 1);
+    __m128i v = _mm_set_epi64x((long long)(0x0101010101010101ull * (m >> 8 & 0xff)),
+                               (long long)(0x0101010101010101ull * (m & 0xff)));
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, sel), sel), _mm_set1_epi8(16));
+}
+
+/* A Q5_0 block's 32 codes as int8 q - 16: values 0-15 in *lo, 16-31 in *hi. */
+static void q5_0_codes(const uint8_t *blk, __m128i *lo, __m128i *hi) {
+    const __m128i m4 = _mm_set1_epi8(0x0f), sixteen = _mm_set1_epi8(16);
+    __m128i qs = _mm_loadu_si128((const __m128i *)(blk + 6));
+    uint32_t qh = gm_kernels_le32(blk + 2);
+    *lo = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(qs, m4), bit4_bytes(qh & 0xffff)), sixteen);
+    *hi = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), bit4_bytes(qh >> 16)), sixteen);
+}
+
+/* Q8_0, or Q5_0 as D16: per tile, the 16 rows' 16 code pairs (u16) transposed to [pair][row]; scales
+ * verbatim. Missing rows (nrows < 16) stay zero. */
+static void pack_d16_panel(gm_dtype from, uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+    const size_t block_bytes = from == GM_Q8_0 ? 34 : 22;
     for (size_t b = 0; b < tiles; b++) {
         uint8_t *t = dst + b * 544;
         __m128i in[16][2];
         for (size_t r = 0; r < 16; r++) {
             if (r < nrows) {
-                const uint8_t *blk = W + r * rb + b * 34;
+                const uint8_t *blk = W + r * rb + b * block_bytes;
                 memcpy(t + 512 + 2 * r, blk, 2);
-                in[r][0] = _mm_loadu_si128((const __m128i *)(blk + 2));
-                in[r][1] = _mm_loadu_si128((const __m128i *)(blk + 18));
+                if (from == GM_Q8_0) {
+                    in[r][0] = _mm_loadu_si128((const __m128i *)(blk + 2));
+                    in[r][1] = _mm_loadu_si128((const __m128i *)(blk + 18));
+                } else {
+                    q5_0_codes(blk, &in[r][0], &in[r][1]);
+                }
             } else {
                 memset(t + 512 + 2 * r, 0, 2);
                 in[r][0] = in[r][1] = _mm_setzero_si128();
@@ -399,15 +434,15 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
         uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
         size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
         const uint8_t *src = (const uint8_t *)W + (p0 - r0) * row_bytes;
-        if (fast && P->from == GM_Q8_0) {
-            pack_q8_0_panel(panel, src, row_bytes, nrows, tiles);
+        if (fast && P->kind == GM_PK_D16 && (P->from == GM_Q8_0 || P->from == GM_Q5_0)) {
+            pack_d16_panel(P->from, panel, src, row_bytes, nrows, tiles);
             continue;
         }
         if (P->from == GM_BF16) {
             pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
-        if (fast && P->from == GM_Q5_0) {
+        if (fast && P->kind == GM_PK_N5D) {
             pack_q5_0_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }

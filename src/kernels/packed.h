@@ -18,6 +18,10 @@
  *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
  *   GM_PK_N6     6-bit  f32 s[2][16] (per 16 columns)  s[c / 16][r] * (q - 32)    Q6_K (s = d*sc)
  *
+ * Q5_0 also packs as GM_PK_D16 (codes q - 16, d verbatim) where the chosen kernels say so (AVX2:
+ * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
+ * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
+ *
  * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
  * block scale is applied once per 16 rows x 16 or 32 columns. Rows past the end of the last panel are
  * zero. The code offsets (-16, -32) are applied to the integer dot through the input's block sums.
@@ -77,13 +81,24 @@ typedef struct gm_packed {
     uint8_t *data;        /* [ceil(rows/16)][cols/32] tiles */
 } gm_packed;
 
-/* The packed kind for a weight type (GM_PK_NONE for float types: they keep the f32 kernels). */
+/* The packed kind the chosen kernels want for a weight type (GM_PK_NONE for float types: they keep the
+ * f32 kernels). */
 gm_pack_kind gm_pack_kind_of(gm_dtype type);
+/* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D or
+ * GM_PK_D16). */
+bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type);
 /* Bytes of the packed form of a rows x cols matrix of `type` (0 when the type is not packed or cols
  * is not a multiple of its block). */
 size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
 /* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
+/* The same as `kind` (one that gm_pack_kind_holds for the type), whatever the chosen kernels want: the
+ * tests and benchmarks of both Q5_0 layouts. */
+void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t cols, gm_packed *P);
+/* Bytes of P's packed data. */
+static inline size_t gm_packed_size(const gm_packed *P) {
+    return (P->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * P->panel_bytes;
+}
 /* Pack rows [r0, r1) of the matrix into P (P->data holds gm_packed_bytes(...)): W points at row r0
  * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
  * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */

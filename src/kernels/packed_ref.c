@@ -190,4 +190,4 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref, NULL, false};
+                                        NULL, gm_quantize_x8_ref, NULL, false, false};

@@ -1,7 +1,7 @@
 /* The weight cache: a device's packed matrices kept in a file, so that the next load maps them from
  * the page cache instead of copying, first-touching and packing them again (--weight-cache DIR).
  *
- * One file per (model files' stamp, packing layout, sharding rule, device count, device):
+ * One file per (model files' stamp, packing layout and Q5_0 kind, sharding rule, device count, device):
  * DIR/<model name>-<key>-d<dev>of<n>.gmpack. It holds a header, a table of the matrices in load order
  * (name hash, type, local rows and cols, offset, bytes) and their packed bytes, 4 KiB aligned. A file
  * whose header, table or size does not check out is ignored and rewritten; a matrix whose table entry

@@ -38,7 +38,23 @@ static uint32_t rnd(void) {
 
 static float rnd_nonzero(void) { return ((float)(rnd() & 0xffffff) + 0.5f) / 8388608.0f - 1.0f; }
 
-static const gm_dtype qtypes[] = {GM_Q4_0, GM_Q4_1, GM_Q5_0, GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K, GM_BF16};
+/* A weight type and the kind it is packed as (GM_PK_NONE: gm_pack_kind_of's choice). Q5_0 runs as both
+ * of its kinds whatever the machine's kernels prefer. */
+typedef struct pcase {
+    gm_dtype t;
+    gm_pack_kind k;
+    const char *name; /* NULL: the type's name */
+} pcase;
+
+static const pcase cases[] = {{GM_Q4_0, GM_PK_NONE, NULL}, {GM_Q4_1, GM_PK_NONE, NULL},
+                              {GM_Q5_0, GM_PK_N5D, "Q5_0 as N5D"}, {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
+                              {GM_Q5_1, GM_PK_NONE, NULL}, {GM_Q8_0, GM_PK_NONE, NULL},
+                              {GM_Q4_K, GM_PK_NONE, NULL}, {GM_Q5_K, GM_PK_NONE, NULL},
+                              {GM_Q6_K, GM_PK_NONE, NULL}, {GM_BF16, GM_PK_NONE, NULL}};
+enum { N_CASES = sizeof cases / sizeof cases[0] };
+
+static pcase of_type(gm_dtype t) { return (pcase){t, GM_PK_NONE, NULL}; }
+static const char *cname(pcase c) { return c.name ? c.name : gm_dtype_get(c.t)->name; }
 
 /* random blocks with moderate f16 scale fields (K types: d and dmin; Q6_K: d) */
 static uint8_t *random_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
@@ -69,10 +85,10 @@ static uint8_t *random_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb)
     return w;
 }
 
-static gm_packed pack_all(gm_dtype t, const uint8_t *w, size_t rb, size_t rows, size_t cols) {
+static gm_packed pack_all(pcase c, const uint8_t *w, size_t rb, size_t rows, size_t cols) {
     gm_packed P;
-    gm_pack_describe(t, rows, cols, &P);
-    P.data = aligned_alloc(64, (gm_packed_bytes(t, rows, cols) + 63) / 64 * 64);
+    gm_pack_describe_as(c.k != GM_PK_NONE ? c.k : gm_pack_kind_of(c.t), c.t, rows, cols, &P);
+    P.data = aligned_alloc(64, (gm_packed_size(&P) + 63) / 64 * 64);
     gm_pack_rows(&P, w, rb, 0, rows);
     return P;
 }
@@ -129,10 +145,12 @@ static double xhat(const gm_packed *P, const gm_xq *xq, size_t t, size_t c) {
 
 static int same_float(float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); }
 
-static void test_pack_lossless(gm_dtype t, size_t rows, size_t cols) {
+static void test_pack_lossless(pcase c, size_t rows, size_t cols) {
+    const gm_dtype t = c.t;
+    const char *tn = cname(c);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(t, w, rb, rows, cols);
+    gm_packed P = pack_all(c, w, rb, rows, cols);
     float *a = malloc(cols * sizeof *a), *b = malloc(cols * sizeof *b);
     int bad = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -140,21 +158,21 @@ static void test_pack_lossless(gm_dtype t, size_t rows, size_t cols) {
         gm_packed_row(&P, r, b);
         for (size_t c = 0; c < cols; c++) bad += !same_float(a[c], b[c]);
     }
-    CHECK(bad == 0, "pack %s %zux%zu: %d values differ from the reference dequantization", gm_dtype_get(t)->name, rows,
+    CHECK(bad == 0, "pack %s %zux%zu: %d values differ from the reference dequantization", tn, rows,
           cols, bad);
     /* two row ranges (split at a panel boundary) give the same bytes */
     gm_packed Q = P;
-    size_t bytes = gm_packed_bytes(t, rows, cols);
+    size_t bytes = gm_packed_size(&P);
     Q.data = aligned_alloc(64, (bytes + 63) / 64 * 64);
     memset(Q.data, 0xa5, bytes);
     size_t mid = rows / 2 / 16 * 16;
     gm_pack_rows(&Q, w + mid * rb, rb, mid, rows);
     gm_pack_rows(&Q, w, rb, 0, mid);
-    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu in two ranges differs", gm_dtype_get(t)->name, rows, cols);
+    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu in two ranges differs", tn, rows, cols);
     /* the type's fast packing path gives the generic path's bytes */
     memset(Q.data, 0x5a, bytes);
     gm_pack_rows_ref(&Q, w, rb, 0, rows);
-    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu differs from the generic path", gm_dtype_get(t)->name, rows,
+    CHECK(memcmp(P.data, Q.data, bytes) == 0, "pack %s %zux%zu differs from the generic path", tn, rows,
           cols);
     free(Q.data);
     free(P.data);
@@ -232,10 +250,12 @@ static double abs_dot(const gm_packed *P, size_t r, const gm_xq *xq, size_t t) {
     return s;
 }
 
-static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
+static void test_products(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols) {
+    const gm_dtype t = c.t;
+    const char *tn = cname(c);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(t, w, rb, rows, cols);
+    gm_packed P = pack_all(c, w, rb, rows, cols);
     static const size_t Ts[] = {1, 2, 5, 8, 13};
     for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
         size_t T = Ts[k], ldy = rows + 5;
@@ -262,9 +282,9 @@ static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t
                 double scale = abs_dot(&P, r0 + i, &xq, tt);
                 if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * scale + 1e-30) && bad++ < 3)
                     fprintf(stderr, "  %s %s %zux%zu T %zu row %zu: got %.9g want %.9g (sum|w xhat| %g)\n", name,
-                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, ref[tt * ldy + i], scale);
+                            tn, rows, cols, tt, r0 + i, g, ref[tt * ldy + i], scale);
             }
-        CHECK(bad == 0, "%s packed %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name, rows,
+        CHECK(bad == 0, "%s packed %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, tn, rows,
               cols, r0, r1, T, bad);
         if (T == 1 && t != GM_BF16) {
             /* the same input quantized by the path itself with room for xb: kernels that read their input
@@ -278,7 +298,7 @@ static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t
             for (size_t i = 0; i < n + 8; i++)
                 bad_xb += i < n ? !(fabs((double)got[i] - ref[i]) <= 1e-6 * abs_dot(&P, r0 + i, &xq, 0) + 1e-30)
                                 : got[i] != -777.0f;
-            CHECK(bad_xb == 0, "%s packed %s %zux%zu T 1 with xb: %d outputs wrong", name, gm_dtype_get(t)->name, rows,
+            CHECK(bad_xb == 0, "%s packed %s %zux%zu T 1 with xb: %d outputs wrong", name, tn, rows,
                   cols, bad_xb);
             free(xq.xb);
             xq.xb = NULL;
@@ -315,7 +335,7 @@ static void test_products(const gm_packed_ops *ops, const char *name, gm_dtype t
                 }
             }
             CHECK(off == 0, "%s packed %s %zux%zu: %d outputs further than 1e-6 sum|wx| from the f32 product", name,
-                  gm_dtype_get(t)->name, rows, cols, off);
+                  tn, rows, cols, off);
             free(exact);
             free(wr);
         }
@@ -404,11 +424,13 @@ static void test_quantize8(void) {
  * the scalar reference (1e-6 of sum |w xhat|) on row ranges that cut panels, several input counts, without
  * writing outside its outputs; exact stays within 1e-6 of sum |w x| of the f32 product, fast within what its
  * rounding allows: each x moves by at most half its block's int8 step (e8 / 2) or 2^-9 of itself (bf16). */
-static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols,
+static void test_products8(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols,
                            bool fast) {
+    const gm_dtype t = c.t;
+    const char *tn = cname(c);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(t, w, rb, rows, cols);
+    gm_packed P = pack_all(c, w, rb, rows, cols);
     bool bf16 = t == GM_BF16;
     if (!(gm_packed_kind_int8(P.kind) || (fast && bf16))) {
         free(P.data);
@@ -467,15 +489,15 @@ static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype 
                 }
                 if (!(fabs((double)g - ref[tt * ldy + i]) <= 1e-6 * mag8 + 1e-30) && bad++ < 3)
                     fprintf(stderr, "  %s %s %s %zux%zu T %zu row %zu: got %.9g want %.9g\n", name, fast ? "fast" : "int8",
-                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, ref[tt * ldy + i]);
+                            tn, rows, cols, tt, r0 + i, g, ref[tt * ldy + i]);
                 double err = fabs((double)g - exact[r0 + i]);
                 off += fast ? err > bound * (1 + 1e-5) + 1e-6 * mag8 : err > 1e-6 * mag;
             }
         }
         CHECK(bad == 0, "%s %s matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs differ from the reference", name,
-              fast ? "fast" : "int8", gm_dtype_get(t)->name, rows, cols, r0, r1, T, bad);
+              fast ? "fast" : "int8", tn, rows, cols, r0, r1, T, bad);
         CHECK(off == 0, "%s %s matmul %s %zux%zu T %zu: %d outputs too far from the f32 product", name,
-              fast ? "fast" : "int8", gm_dtype_get(t)->name, rows, cols, T, off);
+              fast ? "fast" : "int8", tn, rows, cols, T, off);
         xq_free(&xq);
         free(x);
         free(ref);
@@ -491,10 +513,12 @@ static void test_products8(const gm_packed_ops *ops, const char *name, gm_dtype 
  * of the f32 product on the file's layout, on row ranges that cut panels, input counts around the 6-input
  * tile, columns past one decoded chunk, without writing outside its outputs; a NaN input gives NaN for
  * that input's outputs alone. */
-static void test_products_f32(const gm_packed_ops *ops, const char *name, gm_dtype t, size_t rows, size_t cols) {
+static void test_products_f32(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols) {
+    const gm_dtype t = c.t;
+    const char *tn = cname(c);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(t, w, rb, rows, cols);
+    gm_packed P = pack_all(c, w, rb, rows, cols);
     static const size_t Ts[] = {2, 5, 6, 7, 13};
     float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
     for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
@@ -528,13 +552,13 @@ static void test_products_f32(const gm_packed_ops *ops, const char *name, gm_dty
                 for (size_t c = 0; c < cols; c++) mag += fabs((double)wr[c] * x[tt * cols + c]);
                 if (!(fabs((double)g - exact[r0 + i]) <= 1e-6 * mag + 1e-30) && bad++ < 3)
                     fprintf(stderr, "  %s f32 %s %zux%zu T %zu row %zu: got %.9g want %.9g (sum|w x| %g)\n", name,
-                            gm_dtype_get(t)->name, rows, cols, tt, r0 + i, g, exact[r0 + i], mag);
+                            tn, rows, cols, tt, r0 + i, g, exact[r0 + i], mag);
             }
         }
-        CHECK(bad == 0, "%s f32 matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, gm_dtype_get(t)->name,
+        CHECK(bad == 0, "%s f32 matmul %s %zux%zu rows [%zu,%zu) T %zu: %d outputs wrong", name, tn,
               rows, cols, r0, r1, T, bad);
         CHECK(outside == 0, "%s f32 matmul %s %zux%zu T %zu: %d values written outside the outputs", name,
-              gm_dtype_get(t)->name, rows, cols, T, outside);
+              tn, rows, cols, T, outside);
         xq_free(&xq);
         free(x);
         free(got);
@@ -549,7 +573,7 @@ static void test_products_f32(const gm_packed_ops *ops, const char *name, gm_dty
 static void test_view8(const gm_packed_ops *ops, const char *name) {
     size_t rows = 37, cols = 96, wide = cols + 64, T = 7, rb;
     uint8_t *w = random_weights(GM_Q5_0, rows, cols, &rb);
-    gm_packed P = pack_all(GM_Q5_0, w, rb, rows, cols);
+    gm_packed P = pack_all((pcase){GM_Q5_0, GM_PK_N5D, NULL}, w, rb, rows, cols);
     float *x = malloc(T * wide * sizeof *x), *a = malloc(T * rows * sizeof *a), *b = malloc(T * rows * sizeof *b);
     for (size_t i = 0; i < T * wide; i++) x[i] = rnd_nonzero();
     gm_xq full, part;
@@ -589,7 +613,7 @@ static void test_view8(const gm_packed_ops *ops, const char *name) {
 static void test_view(const gm_packed_ops *ops, const char *name) {
     size_t rows = 37, cols = 96, wide = cols + 64, T = 6, rb;
     uint8_t *w = random_weights(GM_Q5_1, rows, cols, &rb);
-    gm_packed P = pack_all(GM_Q5_1, w, rb, rows, cols);
+    gm_packed P = pack_all(of_type(GM_Q5_1), w, rb, rows, cols);
     float *x = malloc(T * wide * sizeof *x), *a = malloc(T * rows * sizeof *a), *b = malloc(T * rows * sizeof *b);
     for (size_t i = 0; i < T * wide; i++) x[i] = rnd_nonzero();
     gm_xq full, part;
@@ -617,7 +641,7 @@ static void test_view(const gm_packed_ops *ops, const char *name) {
 static void test_special_inputs(const gm_packed_ops *ops, const char *name) {
     size_t rows = 16, cols = 64, rb;
     uint8_t *w = random_weights(GM_Q8_0, rows, cols, &rb);
-    gm_packed P = pack_all(GM_Q8_0, w, rb, rows, cols);
+    gm_packed P = pack_all(of_type(GM_Q8_0), w, rb, rows, cols);
     float x[64] = {0}, y[16];
     gm_xq xq;
     xq_alloc(&xq, 1, cols);
@@ -639,15 +663,30 @@ static void test_special_inputs(const gm_packed_ops *ops, const char *name) {
 
 int main(void) {
     static const size_t rows_list[] = {1, 16, 37, 70};
-    for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-        gm_dtype t = qtypes[ti];
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        gm_dtype t = cases[ci].t;
         size_t blk = gm_dtype_get(t)->block == 1 ? 32 : gm_dtype_get(t)->block;
-        test_pack_lossless(t, 37, blk == 256 ? 512 : 96);
-        test_pack_lossless(t, 64, blk == 256 ? 256 : 640);
+        test_pack_lossless(cases[ci], 37, blk == 256 ? 512 : 96);
+        test_pack_lossless(cases[ci], 64, blk == 256 ? 256 : 640);
         CHECK(gm_packed_bytes(t, 16, blk + 32) == 0 || blk == 32, "%s: a partial block must not pack", gm_dtype_get(t)->name);
     }
     CHECK(gm_packed_bytes(GM_F32, 16, 64) == 0 && gm_packed_bytes(GM_F16, 16, 64) == 0, "F32 / F16 are not packed");
     CHECK(gm_packed_bytes(GM_BF16, 16, 48) == 0, "BF16 with columns not a multiple of 32 is not packed");
+    /* Q5_0 packs as 8-bit tiles exactly where the AVX2 kernels are the chosen ones; no other type moves */
+    bool avx2 = gm_packed_ops_chosen() == gm_packed_lookup("avx2");
+    CHECK(gm_pack_kind_of(GM_Q5_0) == (avx2 ? GM_PK_D16 : GM_PK_N5D), "Q5_0 packs as kind %d on %s kernels",
+          (int)gm_pack_kind_of(GM_Q5_0), avx2 ? "AVX2" : "other");
+    CHECK(gm_packed_bytes(GM_Q5_0, 16, 64) == (avx2 ? 2 * 544u : 2 * 352u), "Q5_0 16 x 64 packs to %zu bytes",
+          gm_packed_bytes(GM_Q5_0, 16, 64));
+    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4SM &&
+              gm_pack_kind_of(GM_Q6_K) == GM_PK_N6, "the other types keep their kinds");
+    CHECK(gm_pack_kind_holds(GM_PK_D16, GM_Q5_0) && gm_pack_kind_holds(GM_PK_N5D, GM_Q5_0) &&
+              !gm_pack_kind_holds(GM_PK_N5D, GM_Q8_0) && !gm_pack_kind_holds(GM_PK_D16, GM_Q4_K) &&
+              !gm_pack_kind_holds(GM_PK_SM32, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_NONE, GM_F32),
+          "gm_pack_kind_holds");
+    gm_packed bad;
+    gm_pack_describe_as(GM_PK_N5D, GM_Q8_0, 16, 64, &bad);
+    CHECK(bad.kind == GM_PK_NONE && bad.tile_bytes == 0, "a kind that cannot hold the type describes nothing");
     test_quantize8();
     const char *isas[] = {"scalar", "avx2", "avx512", "amx"};
     int ran = 0;
@@ -665,19 +704,19 @@ int main(void) {
         test_quantize8_same(ops, isas[ii]);
         if (ops->matmul8) {
             test_view8(ops, isas[ii]);
-            for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-                size_t blk = gm_dtype_get(qtypes[ti])->block;
+            for (size_t ci = 0; ci < N_CASES; ci++) {
+                size_t blk = gm_dtype_get(cases[ci].t)->block;
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                    test_products8(ops, isas[ii], qtypes[ti], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
+                    test_products8(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
                                    false);
             }
             printf("%s: int8-term matmul tested\n", isas[ii]);
         }
         if (ops->matmul_f32) {
-            for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-                size_t blk = gm_dtype_get(qtypes[ti])->block;
+            for (size_t ci = 0; ci < N_CASES; ci++) {
+                size_t blk = gm_dtype_get(cases[ci].t)->block;
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                    test_products_f32(ops, isas[ii], qtypes[ti], rows_list[ri], blk == 256 ? (ri & 1 ? 768 : 256) : (ri & 1 ? 96 : 640));
+                    test_products_f32(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 768 : 256) : (ri & 1 ? 96 : 640));
             }
             printf("%s: f32 matmul tested\n", isas[ii]);
         }
@@ -685,21 +724,19 @@ int main(void) {
          * (AVX-512 with AVX512_BF16, and the reference; AVX2 has no bf16 products, AVX-512 without
          * AVX512_BF16 (GM_NO_BF16=1 here) and AMX stay exact) */
         bool fast_bf16 = ii == 0 || (ii == 2 && gm_cpu_bf16());
-        for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-            gm_dtype t = qtypes[ti];
-            gm_packed probe;
-            gm_pack_describe(t, 16, 256, &probe);
-            bool int8 = ops->matmul8 && gm_packed_kind_int8(probe.kind);
+        for (size_t ci = 0; ci < N_CASES; ci++) {
+            gm_dtype t = cases[ci].t;
+            bool int8 = ops->matmul8 && gm_packed_kind_int8(cases[ci].k != GM_PK_NONE ? cases[ci].k : gm_pack_kind_of(t));
             if (!(t == GM_BF16 ? fast_bf16 : int8)) continue;
             size_t blk = gm_dtype_get(t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                test_products8(ops, isas[ii], t, rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640), true);
+                test_products8(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
+                               true);
         }
-        for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
-            gm_dtype t = qtypes[ti];
-            size_t blk = gm_dtype_get(t)->block;
+        for (size_t ci = 0; ci < N_CASES; ci++) {
+            size_t blk = gm_dtype_get(cases[ci].t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
-                test_products(ops, isas[ii], t, rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
+                test_products(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
         }
     }
     printf("packed paths tested: %d\n", ran);
