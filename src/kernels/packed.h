@@ -18,13 +18,13 @@
  *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
  *   GM_PK_N6     6-bit  f32 s[2][16] (per 16 columns)  s[c / 16][r] * (q - 32)    Q6_K (s = d*sc)
  *
- * Q5_0 also packs as GM_PK_D16 (codes q - 16, d verbatim) where the chosen kernels say so (AVX2:
- * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
- * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
- *
  * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
  * block scale is applied once per 16 rows x 16 or 32 columns. Rows past the end of the last panel are
  * zero. The code offsets (-16, -32) are applied to the integer dot through the input's block sums.
+ *
+ * Q5_0 also packs as GM_PK_D16 (codes q - 16, d verbatim) where the chosen kernels say so (AVX2:
+ * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
+ * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
@@ -87,8 +87,8 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type);
 /* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D or
  * GM_PK_D16). */
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type);
-/* Bytes of the packed form of a rows x cols matrix of `type` (0 when the type is not packed or cols
- * is not a multiple of its block). */
+/* Bytes of the packed form (gm_pack_kind_of's kind) of a rows x cols matrix of `type` (0 when the type is
+ * not packed or cols is not a multiple of its block). */
 size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
 /* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
