@@ -75,6 +75,15 @@ typedef struct shape {
     size_t rows, cols;
 } shape;
 
+/* One matvec cell of the table: shape si's GB/s (of `bytes`, the GGUF matrix) and rows/s for the best time,
+ * or dashes when best < 0 (no matrix). */
+static void print_cell(const shape *shapes, int si, double bytes, double best) {
+    if (best < 0) printf(" | %-*s %9s %12s", si == 0 ? 22 : 18, shapes[si].name, "-", "-");
+    else
+        printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
+               (double)shapes[si].rows / best);
+}
+
 /* GB/s of GGUF bytes that fn packs, best of runs lasting min_time in all. */
 static double pack_rate(void (*fn)(gm_packed *, const void *, size_t, size_t, size_t), gm_packed *P, const uint8_t *w,
                         size_t rb, double min_time) {
@@ -162,7 +171,7 @@ int main(int argc, char **argv) {
             printf("%-6s %-7s", tname, isas[ii]);
             for (int si = 0; si < 2; si++) {
                 if (!w[si]) {
-                    printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
+                    print_cell(shapes, si, 0, -1);
                     continue;
                 }
                 double best = 1e30, start = gm_now_seconds();
@@ -174,9 +183,7 @@ int main(int argc, char **argv) {
                     if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best; /* first big run warms pages */
                     runs++;
                 } while (gm_now_seconds() - start < min_time || runs < 2);
-                double bytes = (double)rb[si] * (double)shapes[si].rows;
-                printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
-                       (double)shapes[si].rows / best);
+                print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, best);
             }
             double best = 1e30, start = gm_now_seconds();
             int runs = 0;
@@ -216,7 +223,7 @@ int main(int argc, char **argv) {
                 printf("%-6s %-7s", pname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
                 for (int si = 0; si < 2; si++) {
                     if (!P[si].data) {
-                        printf(" | %-22s %9s %12s", shapes[si].name, "-", "-");
+                        print_cell(shapes, si, 0, -1);
                         continue;
                     }
                     double best = 1e30, start = gm_now_seconds();
@@ -230,9 +237,7 @@ int main(int argc, char **argv) {
                         if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
                         runs++;
                     } while (gm_now_seconds() - start < min_time || runs < 2);
-                    double bytes = (double)rb[si] * (double)shapes[si].rows;
-                    printf(" | %-*s %9.2f %12.3g", si == 0 ? 22 : 18, shapes[si].name, bytes / best / 1e9,
-                           (double)shapes[si].rows / best);
+                    print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, best);
                 }
                 double best = 1e30, start = gm_now_seconds();
                 int runs = 0;
