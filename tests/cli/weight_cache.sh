@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --weight-cache on the real 270M: the first load writes one file per device, later loads map it, and
 # the logits are the same bytes as without a cache (1 and 2 devices). A cache file cut short, with a
-# damaged table or from another model file is never used: the load packs from the model and writes
-# it again; a Hugging Face folder works the same. A cache that cannot be written is a warning, not a
+# damaged table, from another model file or from kernels that pack Q5_0 as another kind is never used:
+# the load packs from the model and writes it again; a Hugging Face folder works the same. A cache that cannot be written is a warning, not a
 # failed command. (The transformers
 # reference test runs on a mapped cache in reference_kernel_paths.sh.)
 set -u
@@ -17,10 +17,13 @@ check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
 PROMPT="The capital of France is"
 # two loads with the extra flags: `bench --json` (its weight_cache state goes to $T/state), then the
 # logits of PROMPT into $1
-run() {
-  local out=$1; shift
+bench_state() {
   "$G" bench -m "$M" --cache-length 64 --prompt-tokens 4 --gen-tokens 0 --json "$@" 2> "$T/err" \
     | grep -o '"weight_cache":"[a-z]*"' | cut -d'"' -f4 > "$T/state"
+}
+run() {
+  local out=$1; shift
+  bench_state "$@"
   "$G" logits -m "$M" --cache-length 64 --dump-logits "$out" "$@" "$PROMPT" > /dev/null 2>> "$T/err"
 }
 state() { cat "$T/state"; }
@@ -41,6 +44,18 @@ run "$T/c" --weight-cache "$C" --devices 2
 check "2 devices: written (state $(state)), a file per device" '[ "$(state)" = written ] && [ -f "$(ls "$C"/*-d0of2.gmpack | head -1)" ] && [ -f "$(ls "$C"/*-d1of2.gmpack | head -1)" ]'
 run "$T/d" --weight-cache "$C" --devices 2
 check "2 devices: mapped (state $(state)), same logits as without a cache" '[ "$(state)" = mapped ] && cmp -s "$T/ref2" "$T/d"'
+
+# Q5_0 packs as 8-bit tiles on AVX2 and as 5-bit ones on the scalar path: a cache written by one kind of
+# kernels is not mapped by the other (its own file), and each maps its own afterwards
+if grep -qw avx2 /proc/cpuinfo; then
+  K="$T/kcache"
+  GM_KERNELS=avx2 bench_state --weight-cache "$K"; k1=$(state)
+  GM_KERNELS=scalar bench_state --weight-cache "$K"; k2=$(state)
+  GM_KERNELS=avx2 bench_state --weight-cache "$K"; k3=$(state)
+  GM_KERNELS=scalar bench_state --weight-cache "$K"; k4=$(state)
+  check "AVX2 and scalar kernels keep their own caches ($k1, $k2, $k3, $k4)" \
+    '[ "$k1 $k2 $k3 $k4" = "written written mapped mapped" ] && [ "$(ls "$K" | wc -l)" = 2 ]'
+fi
 
 size=$(stat -c %s "$F")
 truncate -s $((size / 2)) "$F"
