@@ -145,12 +145,12 @@ static double xhat(const gm_packed *P, const gm_xq *xq, size_t t, size_t c) {
 
 static int same_float(float a, float b) { return memcmp(&a, &b, 4) == 0 || (isnan(a) && isnan(b)); }
 
-static void test_pack_lossless(pcase c, size_t rows, size_t cols) {
-    const gm_dtype t = c.t;
-    const char *tn = cname(c);
+static void test_pack_lossless(pcase pc, size_t rows, size_t cols) {
+    const gm_dtype t = pc.t;
+    const char *tn = cname(pc);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(c, w, rb, rows, cols);
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
     float *a = malloc(cols * sizeof *a), *b = malloc(cols * sizeof *b);
     int bad = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -250,12 +250,12 @@ static double abs_dot(const gm_packed *P, size_t r, const gm_xq *xq, size_t t) {
     return s;
 }
 
-static void test_products(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols) {
-    const gm_dtype t = c.t;
-    const char *tn = cname(c);
+static void test_products(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols) {
+    const gm_dtype t = pc.t;
+    const char *tn = cname(pc);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(c, w, rb, rows, cols);
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
     static const size_t Ts[] = {1, 2, 5, 8, 13};
     for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
         size_t T = Ts[k], ldy = rows + 5;
@@ -424,13 +424,13 @@ static void test_quantize8(void) {
  * the scalar reference (1e-6 of sum |w xhat|) on row ranges that cut panels, several input counts, without
  * writing outside its outputs; exact stays within 1e-6 of sum |w x| of the f32 product, fast within what its
  * rounding allows: each x moves by at most half its block's int8 step (e8 / 2) or 2^-9 of itself (bf16). */
-static void test_products8(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols,
+static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols,
                            bool fast) {
-    const gm_dtype t = c.t;
-    const char *tn = cname(c);
+    const gm_dtype t = pc.t;
+    const char *tn = cname(pc);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(c, w, rb, rows, cols);
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
     bool bf16 = t == GM_BF16;
     if (!(gm_packed_kind_int8(P.kind) || (fast && bf16))) {
         free(P.data);
@@ -513,12 +513,12 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase c, 
  * of the f32 product on the file's layout, on row ranges that cut panels, input counts around the 6-input
  * tile, columns past one decoded chunk, without writing outside its outputs; a NaN input gives NaN for
  * that input's outputs alone. */
-static void test_products_f32(const gm_packed_ops *ops, const char *name, pcase c, size_t rows, size_t cols) {
-    const gm_dtype t = c.t;
-    const char *tn = cname(c);
+static void test_products_f32(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols) {
+    const gm_dtype t = pc.t;
+    const char *tn = cname(pc);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
-    gm_packed P = pack_all(c, w, rb, rows, cols);
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
     static const size_t Ts[] = {2, 5, 6, 7, 13};
     float *exact = malloc(rows * sizeof *exact), *wr = malloc(cols * sizeof *wr);
     for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
