@@ -2,9 +2,9 @@
 # --weight-cache on the real 270M: the first load writes one file per device, later loads map it, and
 # the logits are the same bytes as without a cache (1 and 2 devices). A cache file cut short, with a
 # damaged table, from another model file or from kernels that pack Q5_0 as another kind is never used:
-# the load packs from the model and writes it again; a Hugging Face folder works the same. A cache that cannot be written is a warning, not a
-# failed command. (The transformers
-# reference test runs on a mapped cache in reference_kernel_paths.sh.)
+# the load packs from the model and writes it again; a Hugging Face folder works the same. A cache that
+# cannot be written is a warning, not a failed command. (The transformers reference test runs on a
+# mapped cache in reference_kernel_paths.sh.)
 set -u
 [ -f "${GM_TEST_MODEL:-}" ] || { [ "${GM_REQUIRE_MODEL:-0}" = 1 ] && exit 1; exit 77; }
 G="$GM_BUILD/gemma"
