@@ -69,9 +69,10 @@ int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
 static size_t block_of(gm_dtype t) { return t == GM_Q4_K || t == GM_Q5_K || t == GM_Q6_K ? 256 : 32; }
 
 size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols) {
-    gm_pack_kind k = gm_pack_kind_of(type);
-    if (k == GM_PK_NONE || cols == 0 || cols % block_of(type)) return 0;
-    return (rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * (cols / 32) * tile_bytes_of(k);
+    if (cols == 0 || cols % block_of(type)) return 0;
+    gm_packed P;
+    gm_pack_describe(type, rows, cols, &P); /* a type that does not pack: kind NONE, 0 bytes */
+    return gm_packed_size(&P);
 }
 
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P) {
