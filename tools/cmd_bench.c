@@ -30,7 +30,8 @@ static const char *HELP_TAIL =
     "  --gen-tokens G         decoded tokens (default 64; end tokens ignored)\n"
     "  --reps R               repetitions; the best is reported (default 1)\n"
     "  --json                 one JSON object: prefill_tok_s, decode_tok_s, ttft_ms (best prefill),\n"
-    "                         load_ms, first_token_ms (load + first prefill), weight_cache, peak_rss_mb,\n"
+    "                         load_ms, first_token_ms (load + first prefill), weight_cache,\n"
+    "                         tokenizer_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
     "                         sharding, kernels, precision, kv_cache, wait (spin or yield), sampling (the\n"
     "                         method and its settings), last_token (the last decoded id)\n"
@@ -183,6 +184,7 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "load_ms", t_load * 1000);
             cJSON_AddNumberToObject(o, "first_token_ms", t_first * 1000);
             cJSON_AddStringToObject(o, "weight_cache", gm_model_weight_cache(m));
+            cJSON_AddStringToObject(o, "tokenizer_cache", gm_model_tokenizer_cache(m));
             cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
             cJSON_AddNumberToObject(o, "bytes_read_per_token", read_per_tok);
             cJSON_AddNumberToObject(o, "comm_bytes_per_token", comm_per_tok);
@@ -215,8 +217,9 @@ int cmd_bench(int argc, char **argv) {
             printf("model        %s (%d devices over %d rank%s, %d thread%s each, %s)\n", mf.model, gm_model_devices(m),
                    gm_model_ranks(m), gm_model_ranks(m) > 1 ? "s" : "", mf.load.threads_per_device,
                    mf.load.threads_per_device > 1 ? "s" : "", sh);
-            printf("load         %.1f ms (weight cache: %s); first token %.1f ms after the load started\n",
-                   t_load * 1000, gm_model_weight_cache(m), t_first * 1000);
+            printf("load         %.1f ms (weight cache: %s, tokenizer cache: %s); first token %.1f ms after the "
+                   "load started\n",
+                   t_load * 1000, gm_model_weight_cache(m), gm_model_tokenizer_cache(m), t_first * 1000);
             printf("prefill      %ld tokens: %.1f tok/s (time to first token %.1f ms)\n", P, prefill_tps, best_ttft * 1000);
             printf("decode       %ld tokens: %.2f tok/s (%.2f ms/token)\n", G, decode_tps, G ? best_decode * 1000 / (double)G : 0);
             printf("memory       peak RSS %.1f MiB (rank 0): weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB\n",

@@ -129,32 +129,21 @@ static gm_status skip_array(cursor *c, int depth) {
     return GM_OK;
 }
 
-static gm_status read_array(cursor *c, gguf_kv *kv) {
-    uint64_t start = c->pos;
-    GM_TRY(cur_u32(c, &kv->arr_type, "array element type"));
-    GM_TRY(cur_u64(c, &kv->arr_count, "array count"));
-    uint32_t et = kv->arr_type;
-    uint64_t n = kv->arr_count;
-    if (et == GGUF_ARRAY) { /* nested: keep the key, drop the payload */
-        kv->arr_count = 0;
-        for (uint64_t i = 0; i < n; i++) GM_TRY(skip_array(c, 1));
-        return GM_OK;
-    }
+/* count elements of type et at the cursor into a (strings: a blob of NUL-terminated copies). */
+static gm_status read_elements(cursor *c, uint32_t et, uint64_t n, const char *key, gm_gguf_array *a) {
+    memset(a, 0, sizeof *a);
+    a->type = et;
+    a->count = n;
     if (et == GGUF_STRING) {
-        /* every string needs at least its 8-byte length: reject absurd counts before allocating */
-        if (n > cur_left(c) / 8)
-            return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s': %llu strings cannot fit in the %llu bytes left",
-                           c->f->path, (unsigned long long)start, kv->key, (unsigned long long)n,
-                           (unsigned long long)cur_left(c));
-        kv->arr_strs = calloc(n ? n : 1, sizeof(char *));
-        kv->arr_str_lens = calloc(n ? n : 1, sizeof(uint32_t));
+        a->strs = calloc(n ? n : 1, sizeof(char *));
+        a->lens = calloc(n ? n : 1, sizeof(uint32_t));
         uint64_t cap = 1 << 16, used = 0;
-        char *blob = malloc(cap);
+        a->blob = malloc(cap);
         uint64_t *offs = malloc((n ? n : 1) * sizeof(uint64_t));
-        if (!kv->arr_strs || !kv->arr_str_lens || !blob || !offs) {
-            free(blob);
+        if (!a->strs || !a->lens || !a->blob || !offs) {
             free(offs);
-            return gm_fail(GM_ERR_NOMEM, "%s: key '%s': cannot allocate %llu strings", c->f->path, kv->key,
+            gm_gguf_array_free(a);
+            return gm_fail(GM_ERR_NOMEM, "%s: key '%s': cannot allocate %llu strings", c->f->path, key,
                            (unsigned long long)n);
         }
         for (uint64_t i = 0; i < n; i++) {
@@ -162,40 +151,109 @@ static gm_status read_array(cursor *c, gguf_kv *kv) {
             gm_status st = cur_u64(c, &len, "string length");
             if (st == GM_OK && (len > cur_left(c) || len > UINT32_MAX))
                 st = gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s' element %llu: string length %llu past the end",
-                             c->f->path, (unsigned long long)c->pos, kv->key, (unsigned long long)i,
+                             c->f->path, (unsigned long long)c->pos, key, (unsigned long long)i,
                              (unsigned long long)len);
             if (st == GM_OK && used + len + 1 > cap) {
                 while (used + len + 1 > cap) cap *= 2;
-                char *nb = realloc(blob, cap);
-                if (!nb) st = gm_fail(GM_ERR_NOMEM, "%s: key '%s': out of memory", c->f->path, kv->key);
-                else blob = nb;
+                char *nb = realloc(a->blob, cap);
+                if (!nb) st = gm_fail(GM_ERR_NOMEM, "%s: key '%s': out of memory", c->f->path, key);
+                else a->blob = nb;
             }
-            if (st == GM_OK) st = cur_read(c, blob + used, len, "string");
+            if (st == GM_OK) st = cur_read(c, a->blob + used, len, "string");
             if (st != GM_OK) {
-                free(blob);
                 free(offs);
+                gm_gguf_array_free(a);
                 return st;
             }
-            blob[used + len] = 0;
+            a->blob[used + len] = 0;
             offs[i] = used;
-            kv->arr_str_lens[i] = (uint32_t)len;
+            a->lens[i] = (uint32_t)len;
             used += len + 1;
         }
-        kv->arr_blob = blob;
-        for (uint64_t i = 0; i < n; i++) kv->arr_strs[i] = blob + offs[i];
+        for (uint64_t i = 0; i < n; i++) a->strs[i] = a->blob + offs[i];
         free(offs);
         return GM_OK;
     }
-    if (et >= GGUF_TYPE_COUNT || !scalar_size[et])
+    uint64_t es = scalar_size[et];
+    a->data = malloc(n > 0 ? n * es : 1);
+    if (!a->data) return gm_fail(GM_ERR_NOMEM, "%s: key '%s': out of memory", c->f->path, key);
+    gm_status st = cur_read(c, a->data, n * es, key);
+    if (st != GM_OK) gm_gguf_array_free(a);
+    return st;
+}
+
+/* Step over n strings, checking each lies inside the file (as read_elements would). */
+static gm_status skip_strings(cursor *c, uint64_t n, const char *key) {
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t len;
+        GM_TRY(cur_u64(c, &len, "string length"));
+        if (len > cur_left(c) || len > UINT32_MAX)
+            return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s' element %llu: string length %llu past the end",
+                           c->f->path, (unsigned long long)c->pos, key, (unsigned long long)i,
+                           (unsigned long long)len);
+        c->pos += len;
+    }
+    return GM_OK;
+}
+
+static gm_status read_array(cursor *c, gguf_kv *kv) {
+    uint64_t start = c->pos;
+    GM_TRY(cur_u32(c, &kv->arr_type, "array element type"));
+    GM_TRY(cur_u64(c, &kv->arr_count, "array count"));
+    uint32_t et = kv->arr_type;
+    uint64_t n = kv->arr_count;
+    kv->arr_offset = c->pos;
+    if (et == GGUF_ARRAY) { /* nested: keep the key, drop the payload */
+        kv->arr_count = 0;
+        for (uint64_t i = 0; i < n; i++) GM_TRY(skip_array(c, 1));
+        return GM_OK;
+    }
+    if (et != GGUF_STRING && (et >= GGUF_TYPE_COUNT || !scalar_size[et]))
         return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s': unknown array element type %u", c->f->path,
                        (unsigned long long)start, kv->key, et);
-    uint64_t es = scalar_size[et];
+    /* every string needs at least its 8-byte length: reject absurd counts before allocating */
+    uint64_t es = et == GGUF_STRING ? 8 : scalar_size[et];
+    if (n > cur_left(c) / es && et == GGUF_STRING)
+        return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s': %llu strings cannot fit in the %llu bytes left",
+                       c->f->path, (unsigned long long)start, kv->key, (unsigned long long)n,
+                       (unsigned long long)cur_left(c));
     if (n > cur_left(c) / es)
         return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s': array of %llu %s elements exceeds the file",
                        c->f->path, (unsigned long long)start, kv->key, (unsigned long long)n, gm_gguf_type_name(et));
-    kv->arr_data = malloc(n > 0 ? n * es : 1);
-    if (!kv->arr_data) return gm_fail(GM_ERR_NOMEM, "%s: key '%s': out of memory", c->f->path, kv->key);
-    return cur_read(c, kv->arr_data, n * es, kv->key);
+    if (n > GM_GGUF_EAGER_MAX) { /* left in the file until gm_gguf_read_array */
+        kv->arr_deferred = true;
+        if (et == GGUF_STRING) return skip_strings(c, n, kv->key);
+        c->pos += n * es;
+        return GM_OK;
+    }
+    gm_gguf_array a;
+    GM_TRY(read_elements(c, et, n, kv->key, &a));
+    kv->arr_data = a.data;
+    kv->arr_strs = a.strs;
+    kv->arr_str_lens = a.lens;
+    kv->arr_blob = a.blob;
+    return GM_OK;
+}
+
+gm_status gm_gguf_read_array(const gm_gguf *g, const gguf_kv *kv, gm_gguf_array *out) {
+    memset(out, 0, sizeof *out);
+    if (kv->type != GGUF_ARRAY || kv->arr_type == GGUF_ARRAY)
+        return gm_fail(GM_ERR_FORMAT, "%s: key '%s' is not an array of strings or numbers", g->file.path, kv->key);
+    cursor *c = calloc(1, sizeof *c); /* its own: other threads may read the file at the same time */
+    if (!c) return gm_fail(GM_ERR_NOMEM, "%s: out of memory", g->file.path);
+    c->f = &g->file;
+    c->pos = kv->arr_offset;
+    gm_status st = read_elements(c, kv->arr_type, kv->arr_count, kv->key, out);
+    free(c);
+    return st;
+}
+
+void gm_gguf_array_free(gm_gguf_array *a) {
+    free(a->data);
+    free(a->strs);
+    free(a->lens);
+    free(a->blob);
+    memset(a, 0, sizeof *a);
 }
 
 static gm_status read_kv(cursor *c, gguf_kv *kv) {

@@ -26,14 +26,31 @@ typedef struct gguf_kv {
     } num;
     char *str;            /* GGUF_STRING (NUL-terminated; str_len excludes the NUL) */
     uint64_t str_len;
-    /* arrays (one level: nested arrays are skipped and reported as unsupported on use) */
+    /* arrays (one level: nested arrays are skipped and reported as unsupported on use). Arrays of
+     * more than GM_GGUF_EAGER_MAX elements (a vocabulary's pieces, scores and types) stay in the
+     * file: gm_gguf_open only checks that they fit, arr_deferred is set and the payload pointers
+     * are NULL; gm_gguf_read_array reads them (any array) when they are needed. */
     uint32_t arr_type;
     uint64_t arr_count;
+    uint64_t arr_offset;  /* file offset of the first element */
+    bool arr_deferred;
     void *arr_data;       /* numeric: packed little-endian elements of arr_type */
     char **arr_strs;      /* strings: arr_count pointers into arr_blob */
     uint32_t *arr_str_lens;
     char *arr_blob;
 } gguf_kv;
+
+#define GM_GGUF_EAGER_MAX 256
+
+/* An array's elements, read by gm_gguf_read_array and owned by the caller. */
+typedef struct gm_gguf_array {
+    uint32_t type;        /* element type */
+    uint64_t count;
+    void *data;           /* numeric: packed little-endian elements */
+    char **strs;          /* strings: count NUL-terminated copies in blob */
+    uint32_t *lens;
+    char *blob;
+} gm_gguf_array;
 
 typedef struct gm_tensor_info {
     char name[128];
@@ -68,6 +85,10 @@ gm_status gm_gguf_get_float(const gm_gguf *g, const char *key, double *out);
 gm_status gm_gguf_get_bool(const gm_gguf *g, const char *key, bool *out);
 const char *gm_gguf_get_str(const gm_gguf *g, const char *key);
 const char *gm_gguf_type_name(uint32_t type);
+/* Read the elements of array kv (deferred or not) from the file into out; free with
+ * gm_gguf_array_free. Safe while other threads read the same file. */
+gm_status gm_gguf_read_array(const gm_gguf *g, const gguf_kv *kv, gm_gguf_array *out);
+void gm_gguf_array_free(gm_gguf_array *a);
 /* Free the payload of array values whose key starts with prefix (e.g. the tokenizer arrays once a
  * tokenizer was built from them); the keys stay, with arr_count 0. */
 void gm_gguf_release_arrays(gm_gguf *g, const char *prefix);

@@ -8,7 +8,7 @@
 #include "model/model_internal.h"
 #include "model/config.h"
 #include "shard/plan_report.h"
-#include "text/tokenizer_gguf.h"
+#include "model/tokenizer_job.h"
 
 void gm_load_options_default(gm_load_options *o) {
     memset(o, 0, sizeof *o);
@@ -136,23 +136,9 @@ static gm_status check_ranks_agree(gm_model *m) {
                    (unsigned long long)r[5], d.count > 1 ? " and other ranks differ too" : "");
 }
 
-typedef struct tok_job {
-    const char *path;
-    const gm_gguf *gguf; /* the source's, when it is a GGUF file */
-    gm_tokenizer *tok;
-} tok_job;
-
-static void *tokenizer_thread(void *arg) {
-    tok_job *t = arg;
-    gm_status st = t->gguf ? gm_tokenizer_from_gguf(t->gguf, &t->tok) : gm_tokenizer_load(t->path, &t->tok);
-    if (st != GM_OK) t->tok = NULL;
-    return NULL;
-}
-
 gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_model **out) {
     *out = NULL;
-    tok_job tok = {NULL, NULL, NULL};
-    pthread_t tok_thread;
+    gm_tok_job tok;
     bool tok_started = false;
     gm_load_options opt;
     if (opt_in) opt = *opt_in;
@@ -184,15 +170,12 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         int total = m->n_ranks * opt.devices;
         m->sharding = opt.sharding == GM_SHARDING_AUTO ? (total > 1 ? GM_SHARDING_FSDP : GM_SHARDING_REPLICATED)
                                                         : opt.sharding;
-        /* only rank 0 tokenizes; the others follow its token ids. The tokenizer is built by its own
-         * thread while the weights load (it reads the file on its own). */
+        /* only rank 0 tokenizes; the others follow its token ids */
         if (m->rank == 0) {
-            tok.path = path;
-            tok.gguf = gm_source_gguf(m->src);
-            tok_started = pthread_create(&tok_thread, NULL, tokenizer_thread, &tok) == 0;
-            if (!tok_started) tokenizer_thread(&tok);
+            st = gm_tok_job_start(&tok, path, m->src, opt.weight_cache);
+            tok_started = st == GM_OK;
         }
-        st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
+        if (st == GM_OK) st = check_ranks_agree(m); /* the fingerprint reads the directory, not the tokenizer arrays */
         if (!tok_started) gm_source_release_tokenizer_arrays(m->src);
     }
     if (st == GM_OK) st = gm_comm_create(opt.devices, m->n_ranks, m->rank, &m->comm);
@@ -218,10 +201,12 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
         }
     }
     if (tok_started) {
-        pthread_join(tok_thread, NULL);
+        gm_tok_job_join(&tok);
         gm_source_release_tokenizer_arrays(m->src); /* the tokenizer has its own copy now */
+        m->tok = tok.tok;
+        m->tokenizer_cache = tok.cache_state;
+        if (tok.why[0] && st == GM_OK && m->opt.warn) m->opt.warn(m->opt.warn_user, tok.why);
     }
-    m->tok = tok.tok;
     if (st == GM_OK) note_weight_cache(m);
     if (st == GM_OK) st = check_tokenizer(m, path); /* rank 0 only; a failure there aborts the job (CLI) */
     /* A rank that fails to load returns an error; the CLI then aborts the MPI job so no rank waits. */
@@ -261,6 +246,7 @@ gm_kv_type gm_model_kv_type(const gm_model *m) {
 gm_wait gm_model_wait(const gm_model *m) { return m->wait; }
 
 const char *gm_model_weight_cache(const gm_model *m) { return m->weight_cache ? m->weight_cache : "off"; }
+const char *gm_model_tokenizer_cache(const gm_model *m) { return m->tokenizer_cache ? m->tokenizer_cache : "off"; }
 int gm_model_devices(const gm_model *m) { return m->n_local * m->n_ranks; }
 int gm_model_rank(const gm_model *m) { return m->rank; }
 int gm_model_ranks(const gm_model *m) { return m->n_ranks; }

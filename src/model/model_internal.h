@@ -29,6 +29,7 @@ struct gm_model {
     gm_session *sessions[GM_MAX_SESSIONS];
     bool serving;             /* rank > 0 inside gm_model_serve */
     const char *weight_cache; /* gm_model_weight_cache() */
+    const char *tokenizer_cache; /* gm_model_tokenizer_cache() */
     gm_wait wait;             /* resolved: GM_WAIT_SPIN or GM_WAIT_YIELD */
 };
 

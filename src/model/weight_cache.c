@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "io/cache_file.h"
 #include "kernels/packed.h"
 
 enum { WC_ALIGN = 4096, WC_MAX_ENTRIES = 1 << 16 };
@@ -57,24 +58,6 @@ static uint64_t cache_key(const gm_source *src, gm_sharding rule, int n_dev, int
     uint64_t v[8] = {gm_source_stamp(src), GM_PACK_LAYOUT_VERSION, (uint64_t)gm_pack_kind_of(GM_Q5_0), (uint64_t)rule,
                      (uint64_t)n_dev, (uint64_t)dev, sizeof(size_t), 0x0102030405060708ull /* byte order */};
     return gm_fnv1a(GM_FNV_SEED, v, sizeof v);
-}
-
-/* The model's file (or folder) name, reduced to characters safe in a file name. */
-static void model_name(const char *path, char *out, size_t cap) {
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') n--;
-    size_t b = n;
-    while (b > 0 && path[b - 1] != '/') b--;
-    size_t k = 0;
-    for (size_t i = b; i < n && k + 1 < cap && k < 96; i++) {
-        char ch = path[i];
-        out[k++] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                           ch == '-' || ch == '_'
-                       ? ch
-                       : '_';
-    }
-    out[k] = 0;
-    if (k == 0) snprintf(out, cap, "model");
 }
 
 /* Map the file when every structural field checks out; anything else leaves c->map NULL. */
@@ -125,13 +108,12 @@ gm_status gm_wcache_open(const char *dir, const gm_source *src, gm_sharding rule
     gm_weight_cache *c = calloc(1, sizeof *c);
     if (!c) return gm_fail(GM_ERR_NOMEM, "out of memory");
     c->key = cache_key(src, rule, n_dev, dev);
-    char name[128];
-    model_name(gm_source_path(src), name, sizeof name);
-    int n = snprintf(c->path, sizeof c->path, "%s/%s-%016llx-d%dof%d.gmpack", dir, name, (unsigned long long)c->key,
-                     dev, n_dev);
-    if (n < 0 || (size_t)n >= sizeof c->path) {
+    char tail[32];
+    snprintf(tail, sizeof tail, "-d%dof%d.gmpack", dev, n_dev);
+    gm_status st = gm_cache_file_path(c->path, sizeof c->path, dir, gm_source_path(src), c->key, tail);
+    if (st != GM_OK) {
         free(c);
-        return gm_fail(GM_ERR_ARG, "--weight-cache %s: the directory path is too long", dir);
+        return st;
     }
     try_map(c);
     *out = c;
@@ -181,18 +163,6 @@ gm_status gm_wcache_add(gm_weight_cache *c, const void *data) {
     return GM_OK;
 }
 
-static bool write_all(int fd, const void *p, size_t n, uint64_t off) {
-    const uint8_t *b = p;
-    while (n > 0) {
-        size_t chunk = n < (64u << 20) ? n : (64u << 20);
-        ssize_t w = pwrite(fd, b, chunk, (off_t)off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        b += w, n -= (size_t)w, off += (uint64_t)w;
-    }
-    return true;
-}
-
 static uint64_t align_up(uint64_t v) { return (v + WC_ALIGN - 1) / WC_ALIGN * WC_ALIGN; }
 
 void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
@@ -207,25 +177,16 @@ void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
         off = align_up(off + c->rec[i].e.bytes);
     }
     wc_entry *table = malloc(c->n_rec * sizeof *table + 1);
+    if (!table) {
+        snprintf(why, why_len, "weight cache: cannot write %s: out of memory", c->path);
+        return;
+    }
     char tmp[sizeof c->path + 16];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", c->path);
-    /* the directory: created when absent (one level, as mkdir does) */
-    char dir[sizeof c->path];
-    snprintf(dir, sizeof dir, "%s", c->path);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    if (slash && mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(why, why_len, "weight cache: cannot create the directory %s: %s", dir, strerror(errno));
-        free(table);
-        return;
-    }
-    int fd = table ? mkstemp(tmp) : -1;
+    int fd = gm_cache_file_create(c->path, tmp, sizeof tmp, "weight cache", why, why_len);
     if (fd < 0) {
-        snprintf(why, why_len, "weight cache: cannot create %s: %s", tmp, table ? strerror(errno) : "out of memory");
         free(table);
         return;
     }
-    (void)fchmod(fd, 0644); /* mkstemp's 0600 would keep a shared cache from the other users */
     for (size_t i = 0; i < c->n_rec; i++) table[i] = c->rec[i].e;
     wc_header h;
     memset(&h, 0, sizeof h);
@@ -235,21 +196,14 @@ void gm_wcache_finish(gm_weight_cache *c, char *why, size_t why_len) {
     h.key = c->key;
     h.file_bytes = off;
     h.table_hash = gm_fnv1a(GM_FNV_SEED, table, c->n_rec * sizeof *table);
-    bool ok = c->n_rec <= WC_MAX_ENTRIES && write_all(fd, table, c->n_rec * sizeof *table, sizeof h);
-    for (size_t i = 0; ok && i < c->n_rec; i++) ok = write_all(fd, c->rec[i].data, (size_t)table[i].bytes, table[i].offset);
+    bool ok = c->n_rec <= WC_MAX_ENTRIES && gm_cache_file_pwrite(fd, table, c->n_rec * sizeof *table, sizeof h);
+    for (size_t i = 0; ok && i < c->n_rec; i++)
+        ok = gm_cache_file_pwrite(fd, c->rec[i].data, (size_t)table[i].bytes, table[i].offset);
     /* the header last: a file cut short by a full disk never carries a valid one */
-    ok = ok && ftruncate(fd, (off_t)off) == 0 && write_all(fd, &h, sizeof h, 0);
+    ok = ok && ftruncate(fd, (off_t)off) == 0 && gm_cache_file_pwrite(fd, &h, sizeof h, 0);
     /* on disk, then out of the page cache: written pages sit in small folios, and the next load's
      * mapping reads the file back in 2 MiB ones (see try_map), once */
-    ok = ok && fdatasync(fd) == 0;
-    int err = errno;
-    if (ok) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ok = close(fd) == 0 && ok;
-    if (ok && rename(tmp, c->path) != 0) ok = false, err = errno;
-    if (!ok) {
-        snprintf(why, why_len, "weight cache: cannot write %s: %s", c->path, strerror(err ? err : EIO));
-        unlink(tmp);
-    }
+    gm_cache_file_commit(fd, tmp, c->path, ok, true, "weight cache", why, why_len);
     free(table);
 }
 

@@ -93,6 +93,8 @@ struct gm_tokenizer {
     bool fuse_unk;
     uint32_t max_piece_len;
     char source[64];        /* "gguf", "tokenizer.json", "tokenizer.model" */
+    void *cache_map;        /* mapped from a tokenizer cache file (tokenizer_cache.h): the arrays point */
+    size_t cache_map_bytes; /* into it, and release unmaps it instead of freeing them */
 };
 
 /* Loader scaffold: the loaders fill pieces, types, scores and flags through these, then call

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "text/tokenizer_internal.h"
 
@@ -170,6 +171,11 @@ gm_status gm_tok_finish(gm_tokenizer *t, const char *what) {
 
 void gm_tok_release(gm_tokenizer *t) {
     if (!t) return;
+    if (t->cache_map) {
+        munmap(t->cache_map, t->cache_map_bytes);
+        memset(t, 0, sizeof *t);
+        return;
+    }
     free(t->blob);
     free(t->off);
     free(t->len);

@@ -36,25 +36,15 @@ static gm_status special_id(const gm_gguf *g, const char *key, int32_t n, int32_
     return GM_OK;
 }
 
-static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
+/* The vocabulary from the three arrays (n pieces each, types checked by load). */
+static gm_status fill(gm_tokenizer *t, const gm_gguf *g, const gm_gguf_array *toks, const gm_gguf_array *scores,
+                      const gm_gguf_array *types) {
     const char *path = g->file.path;
-    const char *model = gm_gguf_get_str(g, "tokenizer.ggml.model");
-    if (!model) return gm_fail(GM_ERR_FORMAT, "%s: no tokenizer.ggml.model (no tokenizer in this file)", path);
-    if (strcmp(model, "llama") != 0)
-        return gm_fail(GM_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model is '%s'; only SentencePiece BPE ('llama') is supported",
-                       path, model);
-    const gguf_kv *toks, *scores, *types;
-    GM_TRY(array_of(g, "tokenizer.ggml.tokens", GGUF_STRING, UINT64_MAX, &toks));
-    uint64_t n = toks->arr_count;
-    if (n == 0 || n > GM_TOK_MAX_VOCAB)
-        return gm_fail(GM_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries (expected 1 .. %d)", path,
-                       (unsigned long long)n, GM_TOK_MAX_VOCAB);
-    GM_TRY(array_of(g, "tokenizer.ggml.scores", GGUF_F32, n, &scores));
-    GM_TRY(array_of(g, "tokenizer.ggml.token_type", GGUF_I32, n, &types));
+    uint64_t n = toks->count;
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < n; i++) {
-        const char *s = toks->arr_strs[i];
-        uint32_t len = toks->arr_str_lens[i];
+        const char *s = toks->strs[i];
+        uint32_t len = toks->lens[i];
         bytes += len;
         for (const char *sp = len ? memchr(s, ' ', len) : NULL; sp; sp = memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s))) bytes += 2;
     }
@@ -62,8 +52,8 @@ static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
     char *buf = NULL;
     size_t buf_cap = 0;
     for (int32_t i = 0; i < (int32_t)n; i++) {
-        const char *s = toks->arr_strs[i];
-        uint32_t len = toks->arr_str_lens[i];
+        const char *s = toks->strs[i];
+        uint32_t len = toks->lens[i];
         const char *text = s;
         size_t m = len;
         if (len && memchr(s, ' ', len)) { /* spaces become U+2581 */
@@ -95,8 +85,8 @@ static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
         }
         int32_t ty;
         float sc;
-        memcpy(&ty, (const char *)types->arr_data + 4 * (size_t)i, 4);
-        memcpy(&sc, (const char *)scores->arr_data + 4 * (size_t)i, 4);
+        memcpy(&ty, (const char *)types->data + 4 * (size_t)i, 4);
+        memcpy(&sc, (const char *)scores->data + 4 * (size_t)i, 4);
         if (ty < GM_PIECE_NORMAL || ty > GM_PIECE_BYTE) {
             free(buf);
             return gm_fail(GM_ERR_FORMAT, "%s: tokenizer.ggml.token_type[%d] = %d (expected 1 .. 6)", path, i, ty);
@@ -115,6 +105,32 @@ static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
     t->has_merges = false;
     snprintf(t->source, sizeof t->source, "gguf");
     return gm_tok_finish(t, path);
+}
+
+static gm_status load(gm_tokenizer *t, const gm_gguf *g) {
+    const char *path = g->file.path;
+    const char *model = gm_gguf_get_str(g, "tokenizer.ggml.model");
+    if (!model) return gm_fail(GM_ERR_FORMAT, "%s: no tokenizer.ggml.model (no tokenizer in this file)", path);
+    if (strcmp(model, "llama") != 0)
+        return gm_fail(GM_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model is '%s'; only SentencePiece BPE ('llama') is supported",
+                       path, model);
+    const gguf_kv *tk, *sk, *yk;
+    GM_TRY(array_of(g, "tokenizer.ggml.tokens", GGUF_STRING, UINT64_MAX, &tk));
+    uint64_t n = tk->arr_count;
+    if (n == 0 || n > GM_TOK_MAX_VOCAB)
+        return gm_fail(GM_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries (expected 1 .. %d)", path,
+                       (unsigned long long)n, GM_TOK_MAX_VOCAB);
+    GM_TRY(array_of(g, "tokenizer.ggml.scores", GGUF_F32, n, &sk));
+    GM_TRY(array_of(g, "tokenizer.ggml.token_type", GGUF_I32, n, &yk));
+    /* the arrays are read here, on the tokenizer's thread (the model loader's parse leaves them in the file) */
+    gm_gguf_array arrays[3];
+    memset(arrays, 0, sizeof arrays);
+    gm_status st = gm_gguf_read_array(g, tk, &arrays[0]);
+    if (st == GM_OK) st = gm_gguf_read_array(g, sk, &arrays[1]);
+    if (st == GM_OK) st = gm_gguf_read_array(g, yk, &arrays[2]);
+    if (st == GM_OK) st = fill(t, g, &arrays[0], &arrays[1], &arrays[2]);
+    for (int i = 0; i < 3; i++) gm_gguf_array_free(&arrays[i]);
+    return st;
 }
 
 gm_status gm_vocab_load_gguf(gm_tokenizer *t, const char *path) {

@@ -542,18 +542,29 @@ static void test_real_model(const char *model) {
             CHECK(kv && kv->type == GGUF_ARRAY && kv->arr_type == et && kv->arr_count == count,
                   "array %s: type %u count %" PRIu64 " expected", name, et, count);
             if (!kv || kv->arr_count != count || count == 0) continue;
+            /* large arrays stay in the file until read (the vocabulary's): read every array that way */
+            CHECK(kv->arr_deferred == (count > GM_GGUF_EAGER_MAX), "array %s: deferred %d with %" PRIu64 " elements",
+                  name, kv->arr_deferred, count);
+            gm_gguf_array a;
+            if (gm_gguf_read_array(&g, kv, &a) != GM_OK) {
+                CHECK(0, "array %s: %s", name, gm_last_error());
+                continue;
+            }
+            CHECK(a.type == et && a.count == count, "array %s: read back as type %u count %" PRIu64, name, a.type, a.count);
             if (et == GGUF_STRING) {
                 hex_decode(val, want_s, sizeof want_s);
-                CHECK(strcmp(kv->arr_strs[0], want_s) == 0, "array %s[0]: '%s' want '%s'", name, kv->arr_strs[0], want_s);
+                CHECK(strcmp(a.strs[0], want_s) == 0, "array %s[0]: '%s' want '%s'", name, a.strs[0], want_s);
+                CHECK(kv->arr_deferred || (kv->arr_strs && !strcmp(kv->arr_strs[0], a.strs[0])), "array %s kept", name);
             } else if (et == GGUF_F32) {
                 float f;
-                memcpy(&f, kv->arr_data, 4);
+                memcpy(&f, a.data, 4);
                 CHECK(f == (float)atof(val), "array %s[0]: %g want %s", name, f, val);
             } else if (et == GGUF_I32) {
                 int32_t v;
-                memcpy(&v, kv->arr_data, 4);
+                memcpy(&v, a.data, 4);
                 CHECK(v == atoi(val), "array %s[0]: %d want %s", name, v, val);
             }
+            gm_gguf_array_free(&a);
         } else if (!strcmp(kind, "tensor")) {
             unsigned type, n_dims;
             uint64_t ne[4], off, nbytes;
@@ -577,6 +588,72 @@ static void test_real_model(const char *model) {
     gm_gguf_close(&g);
 }
 
+/* ---- arrays over GM_GGUF_EAGER_MAX elements stay in the file until read ---- */
+
+static void test_deferred_arrays(void) {
+    enum { N = GM_GGUF_EAGER_MAX * 4 + 3 };
+    static char text[N][16];
+    static const char *strs[N];
+    static float vals[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(text[i], sizeof text[i], i % 7 ? "piece%d" : "", i); /* some empty strings too */
+        strs[i] = text[i];
+        vals[i] = (float)i * 0.5f - 3;
+    }
+    gguf_builder b;
+    gguf_builder_init(&b);
+    gguf_kv_str(&b, "general.architecture", "gemma3");
+    gguf_kv_str_array(&b, "big.strs", strs, N);
+    gguf_kv_array(&b, "big.f32", GGUFB_F32, vals, N, 4);
+    gguf_kv_u32(&b, "after", 77); /* read after both: the parse stepped over them exactly */
+    size_t len;
+    uint8_t *file = gguf_build(&b, &len);
+    CHECK(gguf_rewrite(g_path, file, len) == 0, "write");
+    gm_gguf g;
+    if (gm_gguf_open(&g, g_path) == GM_OK) {
+        const gguf_kv *ks = gm_gguf_find(&g, "big.strs"), *kf = gm_gguf_find(&g, "big.f32");
+        int64_t after = 0;
+        CHECK(gm_gguf_get_int(&g, "after", &after) == GM_OK && after == 77, "the key after the arrays: %lld",
+              (long long)after);
+        CHECK(ks && ks->arr_deferred && !ks->arr_strs && ks->arr_count == N, "string array deferred");
+        CHECK(kf && kf->arr_deferred && !kf->arr_data && kf->arr_count == N, "f32 array deferred");
+        gm_gguf_array a, f;
+        if (ks && gm_gguf_read_array(&g, ks, &a) == GM_OK) {
+            int bad = 0;
+            for (int i = 0; i < N; i++) bad += strcmp(a.strs[i], text[i]) != 0 || a.lens[i] != strlen(text[i]);
+            CHECK(a.count == N && a.type == GGUF_STRING && bad == 0, "%d of %d strings read back wrong", bad, N);
+            gm_gguf_array_free(&a);
+        } else {
+            CHECK(0, "read the string array: %s", gm_last_error());
+        }
+        if (kf && gm_gguf_read_array(&g, kf, &f) == GM_OK) {
+            CHECK(f.count == N && memcmp(f.data, vals, sizeof vals) == 0, "f32 array read back");
+            gm_gguf_array_free(&f);
+        } else {
+            CHECK(0, "read the f32 array: %s", gm_last_error());
+        }
+        gm_gguf_close(&g);
+    } else {
+        CHECK(0, "open: %s", gm_last_error());
+    }
+    /* a deferred array is still checked at open: a string running past the end, its offset named */
+    size_t at = 0;
+    for (size_t i = 0; i + 12 <= len; i++)
+        if (!memcmp(file + i, "piece1000", 9)) at = i - 8; /* its length field */
+    CHECK(at > 0, "string 1000 found");
+    uint8_t *bad = malloc(len);
+    memcpy(bad, file, len);
+    memcpy(bad + at, &(uint64_t){1ull << 40}, 8);
+    expect(GM_ERR_FORMAT, bad, len, "a deferred string longer than the file", "past the end");
+    char needle[64];
+    snprintf(needle, sizeof needle, "offset %zu", at + 8);
+    expect(GM_ERR_FORMAT, bad, len, "a deferred string longer than the file (offset)", needle);
+    expect(GM_ERR_FORMAT, file, at + 4, "cut inside a deferred array", "truncated");
+    free(bad);
+    free(file);
+    gguf_builder_free(&b);
+}
+
 int main(void) {
     uint8_t empty = 0;
     CHECK(gguf_write_temp(&empty, 0, g_path, sizeof g_path) == 0, "cannot create a temp file");
@@ -586,6 +663,7 @@ int main(void) {
     test_header();
     test_values();
     test_tensors();
+    test_deferred_arrays();
     remove(g_path);
     const char *model = gm_test_model_path();
     if (model) test_real_model(model);

@@ -1,6 +1,7 @@
 /* Gemma 3 tokenizer from the real GGUF vs Hugging Face `tokenizers` on Google's tokenizer.json:
  * exact ids on the fixture corpus (tests/fixtures/tokenizer_parity.jsonl), HF decode of those ids and of
- * single pieces, raw byte round trips, linear time on 1 MB without spaces, and bad input.
+ * single pieces, raw byte round trips, linear time on 1 MB without spaces, and bad input; the same
+ * checks (but timing) on the tokenizer written to a tokenizer cache file and mapped back.
  * Skipped (77) without the model. GM_TOKENIZER_JSON=<folder or tokenizer.json of the full Gemma 3
  * tokenizer> additionally runs the corpus through the tokenizer.json loader. */
 #define _GNU_SOURCE /* memmem */
@@ -8,6 +9,7 @@
 
 #include "gemma.h"
 #include "test_util.h"
+#include "tokcache_util.h"
 #include "tokenizer_fixture.h"
 
 /* time limits: sanitizer builds run several times slower */
@@ -254,8 +256,10 @@ int main(void) {
 
     char path[1024];
     tf_file f;
+    gm_tokenizer *mapped = tokcache_roundtrip(tok, "gguf");
     if (tf_load(gm_test_fixture("tokenizer_parity.jsonl", path, sizeof path), &f) == 0) {
         parity(tok, &f, true, "gguf");
+        if (mapped) parity(mapped, &f, true, "gguf, mapped from the tokenizer cache");
         const char *json = getenv("GM_TOKENIZER_JSON");
         if (json && *json) {
             gm_tokenizer *tj;
@@ -271,6 +275,11 @@ int main(void) {
     }
     decode_pieces(tok);
     bad_input(tok);
+    if (mapped) {
+        decode_pieces(mapped);
+        bad_input(mapped);
+    }
+    gm_tokenizer_free(mapped);
     linear_time(tok);
     gm_tokenizer_free(tok);
     return gm_test_finish();

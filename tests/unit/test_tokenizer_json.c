@@ -1,7 +1,8 @@
 /* tokenizer.json loader vs HF `tokenizers`: a small byte-fallback BPE trained by
  * tests/reference/gen_tokenizer_fixtures.py (tests/fixtures/tokenizer_tiny/tokenizer.json, with Gemma's
  * normalizer and pre-tokenizer, special and non-special added tokens, and one added token outside the
- * model vocabulary), exact ids and decodes on the corpus of tokenizer_tiny_parity.jsonl; then malformed
+ * model vocabulary), exact ids and decodes on the corpus of tokenizer_tiny_parity.jsonl (also through
+ * the tokenizer cache file: written, mapped back, same ids); then malformed
  * and unsupported tokenizer.json files, each refused with a clear message. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "gemma.h"
 #include "test_util.h"
+#include "tokcache_util.h"
 #include "tokenizer_fixture.h"
 
 static char g_dir[256];
@@ -183,6 +185,9 @@ int main(void) {
     CHECK(gm_tokenizer_bos_id(a) == gm_tokenizer_find(a, "<bos>") && gm_tokenizer_bos_id(a) >= 0, "bos");
     parity(a, &f);
     parity(b, &f);
+    gm_tokenizer *mapped = tokcache_roundtrip(a, "tokenizer.json"); /* merges list: the pair map too */
+    if (mapped) parity(mapped, &f);
+    gm_tokenizer_free(mapped);
     tf_free(&f);
     gm_tokenizer_free(a);
     gm_tokenizer_free(b);
