@@ -51,7 +51,7 @@ int gm_cache_file_create(const char *path, char *tmp, size_t tmp_cap, const char
     }
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        snprintf(why, why_len, "%s: cannot create %s: %s", what, tmp, strerror(errno));
+        snprintf(why, why_len, "%s: cannot create %s: %s", what, path, strerror(errno)); /* tmp: mkstemp's mangle */
         return -1;
     }
     (void)fchmod(fd, 0644); /* mkstemp's 0600 would keep a shared cache from the other users */
