@@ -1,5 +1,4 @@
 /* Loading a model onto a mesh: MPI ranks x in-process devices, each device reading its own slices. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

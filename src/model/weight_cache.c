@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "model/weight_cache.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,7 +37,9 @@ enum {
     TC_PAIR_MERGED, /* int32 [slots] */
     TC_N
 };
+/* bytes per element, and whether a section has one element per piece id */
 static const size_t TC_ELEM[TC_N] = {1, 4, 4, 2, 1, 1, 4, 1, 1, 4, 4, 8, sizeof(gm_trie_node), 8, 4, 4};
+static const bool TC_PER_ID[TC_N] = {0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0};
 
 typedef struct tc_header {
     char magic[8];
@@ -152,8 +154,7 @@ static bool place_sections(gm_tokenizer *t, const tc_header *h, uint8_t *map, ui
     for (int s = 0; s < TC_N; s++) {
         uint64_t off = h->sec[s].offset, count = h->sec[s].count;
         if (off % TC_ALIGN || off < sizeof *h || off > size || count > (size - off) / TC_ELEM[s]) return false;
-        bool per_id = s != TC_BLOB && s != TC_DEC_BLOB && s != TC_MAP && s != TC_TRIE && s < TC_PAIR_KEYS;
-        if (per_id && count != n) return false;
+        if (TC_PER_ID[s] && count != n) return false;
         void *p = count || s < TC_MAP ? map + off : NULL; /* no trie nodes or merge pairs: NULL, as built */
         memcpy(field[s], &p, sizeof p);
     }
@@ -237,9 +238,12 @@ bool gm_tokcache_write(const char *path, uint64_t key, const gm_tokenizer *tok, 
     memcpy(h.byte_id, t->byte_id, sizeof h.byte_id);
     for (int b = 0; b < 256; b++) h.trie_root[b] = t->trie.nodes ? t->trie.root[b] : -1;
     const uint64_t n = (uint64_t)t->n, pairs = t->pairs.keys ? t->pairs.mask + 1 : 0;
-    const uint64_t count[TC_N] = {t->blob_fill, n, n, n, n, n, n, n,
-                                  n ? (uint64_t)t->dec_off[n - 1] + t->dec_len[n - 1] : 0, n, n, t->map.mask + 1,
-                                  t->trie.n_nodes, pairs, pairs, pairs};
+    uint64_t count[TC_N];
+    for (int s = 0; s < TC_N; s++) count[s] = TC_PER_ID[s] ? n : pairs; /* pairs: the three pair sections */
+    count[TC_BLOB] = t->blob_fill;
+    count[TC_DEC_BLOB] = n ? (uint64_t)t->dec_off[n - 1] + t->dec_len[n - 1] : 0; /* written in id order */
+    count[TC_MAP] = t->map.mask + 1;
+    count[TC_TRIE] = t->trie.n_nodes;
     void *field[TC_N];
     section_fields(t, field);
     uint64_t off = align_up(sizeof h);
