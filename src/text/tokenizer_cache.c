@@ -3,6 +3,7 @@
 #include "text/tokenizer_cache.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,12 @@ typedef struct tc_header {
         uint64_t offset, count; /* file offset (TC_ALIGN-aligned) and elements */
     } sec[TC_N];
 } tc_header;
-_Static_assert(sizeof(tc_header) % 8 == 0, "the header has no tail padding");
+_Static_assert(sizeof(tc_header) == GM_TOKCACHE_HEADER_BYTES && offsetof(tc_header, key) == GM_TOKCACHE_KEY_AT &&
+                   offsetof(tc_header, file_bytes) == GM_TOKCACHE_SIZE_AT &&
+                   offsetof(tc_header, hash) == GM_TOKCACHE_HASH_AT &&
+                   offsetof(tc_header, byte_id) == GM_TOKCACHE_BYTE_ID_AT &&
+                   offsetof(tc_header, sec) == GM_TOKCACHE_SECTIONS_AT && (int)TC_N == (int)GM_TOKCACHE_SECTIONS,
+               "the layout published in tokenizer_cache.h");
 
 static uint64_t align_up(uint64_t v) { return (v + TC_ALIGN - 1) / TC_ALIGN * TC_ALIGN; }
 
@@ -112,12 +118,16 @@ static bool tables_ok(const gm_tokenizer *t, const tc_header *h) {
         if (!id_ok(t->ascii_id[c], n)) return false;
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0 || t->byte_id[b] >= n) return false;
-    /* piece map: ids in range */
-    uint64_t filled;
-    if (!table_ok(t->map.slots, t->map.mask + 1, &filled) || filled > (uint64_t)n) return false;
-    for (size_t i = 0; i <= t->map.mask; i++)
-        if (t->map.slots[i] && ((uint32_t)t->map.slots[i] == 0 || (uint32_t)t->map.slots[i] > (uint32_t)n))
-            return false; /* a filled slot holds id + 1 */
+    /* piece map: a filled slot holds id + 1 (branch-free: half the slots are filled, at random) */
+    const uint64_t slots = t->map.mask + 1;
+    if (!is_pow2(slots) || slots < 16) return false;
+    uint64_t filled = 0, bad = 0;
+    for (uint64_t i = 0; i < slots; i++) {
+        uint64_t v = t->map.slots[i];
+        filled += v != 0;
+        bad |= (uint64_t)(v != 0) & (uint64_t)((uint32_t)v - 1u >= (uint32_t)n);
+    }
+    if (bad || filled >= slots || filled > (uint64_t)n) return false;
     /* trie: links only forward (as the builder appends nodes), so no walk can loop */
     const uint64_t nodes = t->trie.n_nodes;
     for (int b = 0; nodes && b < 256; b++)

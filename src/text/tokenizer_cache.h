@@ -16,6 +16,20 @@
 
 #include "gemma.h"
 
+/* The file layout, for tests and the fuzz harness that forge files: the header's size (the hash covers
+ * everything after it), where the key, file size and hash sit, and the section table ({offset, count}
+ * as two uint64 per section, in the order of the sections: blob, off, len, nchars, type, flags, score,
+ * dec_byte, dec_blob, dec_off, dec_len, piece map, trie nodes, pair keys, pair ranks, pair merged). */
+enum {
+    GM_TOKCACHE_HEADER_BYTES = 2952,
+    GM_TOKCACHE_KEY_AT = 16,
+    GM_TOKCACHE_SIZE_AT = 24,
+    GM_TOKCACHE_HASH_AT = 32,
+    GM_TOKCACHE_BYTE_ID_AT = 648,
+    GM_TOKCACHE_SECTIONS_AT = 2696,
+    GM_TOKCACHE_SECTIONS = 16
+};
+
 /* The tokenizer in the file at path when the file is valid and made for key (*out NULL on a miss).
  * Fails only on a bad argument or out of memory. The tokenizer points into the file's mapping, which
  * gm_tokenizer_free unmaps. */

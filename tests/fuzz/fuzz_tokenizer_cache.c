@@ -12,8 +12,12 @@
 #include "base/hash.h"
 #include "text/tokenizer_cache.h"
 
-/* header: magic[8] version u32 n i32 key u64 file_bytes u64 hash u64 ...; 2952 bytes in all */
-enum { KEY_AT = 16, SIZE_AT = 24, HASH_AT = 32, HEADER_BYTES = 2952 };
+enum {
+    KEY_AT = GM_TOKCACHE_KEY_AT,
+    SIZE_AT = GM_TOKCACHE_SIZE_AT,
+    HASH_AT = GM_TOKCACHE_HASH_AT,
+    HEADER_BYTES = GM_TOKCACHE_HEADER_BYTES
+};
 static const uint64_t KEY = 0x5eed5eed5eed5eedull;
 
 /* Once: the header layout this harness assumes is the writer's (a real file's hash checks out). */
