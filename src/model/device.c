@@ -405,7 +405,7 @@ typedef struct attn_job {
     gm_device *d;
     int layer;
     bool global;
-    int T, rows; /* rows: query heads per piece of work (<= 4, <= heads per kv head) */
+    int t0, T, rows; /* tokens [t0, t0 + T); rows: query heads per piece of work (<= 4, <= heads per kv head) */
     int pieces;  /* > 1: one token, its positions cut into this many pieces (split decoding) */
 } attn_job;
 
@@ -427,7 +427,7 @@ static void attn_chunk(void *ctx, int chunk, int slot) {
     int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
     int piece = chunk % j->pieces;
     size_t job = (size_t)(chunk / j->pieces);
-    int t = (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
+    int t = j->t0 + (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
     int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
     int p = j->d->tok_pos[t];
     const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
@@ -470,14 +470,15 @@ static int attn_pieces(const gm_device *d, int T, int units, int span) {
     return p < 1 ? 1 : p;
 }
 
-static void attention(gm_device *d, int l, int T) {
+/* Attention of tokens [t0, t0 + T) of the step */
+static void attention(gm_device *d, int l, int t0, int T) {
     const gm_config *c = d->cfg;
     int N = c->n_heads, K = c->n_kv_heads, G = N / K, H = c->head_dim;
     bool global = c->layer_is_global[l];
     int threads = gm_pool_size(d->pool), rows = (T * N + threads - 1) / threads;
     rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
-    attn_job aj = {d, l, global, T, rows < G ? rows : G, 1};
-    int span = d->tok_pos[0] - attn_first(c, global, d->tok_pos[0]) + 1; /* token 0's positions (T = 1) */
+    attn_job aj = {d, l, global, t0, T, rows < G ? rows : G, 1};
+    int span = d->tok_pos[t0] - attn_first(c, global, d->tok_pos[t0]) + 1; /* token t0's positions (T = 1) */
     int run4 = G < 4 ? G : 4;
     aj.pieces = attn_pieces(d, T, K * ((G + run4 - 1) / run4), span);
     if (aj.pieces > 1) aj.rows = run4; /* every head of a run shares its piece's reads */
@@ -486,7 +487,7 @@ static void attention(gm_device *d, int l, int T) {
     if (aj.pieces > 1)
         for (int h = 0; h < N; h++) {
             size_t o = (size_t)h * (size_t)aj.pieces;
-            gm_attention_merge(d->att + (size_t)h * (size_t)H, d->attn_part + o * (size_t)H, (size_t)H,
+            gm_attention_merge(d->att + ((size_t)t0 * (size_t)N + (size_t)h) * (size_t)H, d->attn_part + o * (size_t)H, (size_t)H,
                                d->attn_max + o, d->attn_sum + o, aj.pieces, (size_t)H);
         }
 }
@@ -537,35 +538,48 @@ static bool ffn_stays_local(const gm_device *d, const gm_layer_weights *W) {
            W->gate.hi == W->up.hi && W->down.lo == W->gate.lo && W->down.hi == W->gate.hi;
 }
 
-/* gate, up and GeGLU of this device's rows [lo, hi) of F, left in place in d->gate [T][F]. */
-static void ffn_local(gm_device *d, const gm_layer_weights *W, int T) {
+/* gate, up and GeGLU of this device's rows [lo, hi) of F for inputs X [T][D], left in place in d->gate [T][F]. */
+static void ffn_local(gm_device *d, const gm_layer_weights *W, const float *X, int T) {
     size_t F = (size_t)d->cfg->d_ff, lo = (size_t)W->gate.lo, n = (size_t)(W->gate.hi - W->gate.lo);
     const gm_matrix *gu[2] = {&W->gate, &W->up};
-    prepare_inputs(d, gu, 2, d->xn, T);
+    prepare_inputs(d, gu, 2, X, T);
     mm_task tasks[2];
     float *out[2] = {d->gate, d->up};
     for (int i = 0; i < 2; i++)
-        tasks[i] = (mm_task){.m = gu[i], .r0 = 0, .r1 = n, .X = d->xn, .xq = d->xq, .Y = out[i] + lo, .ldy = F};
+        tasks[i] = (mm_task){.m = gu[i], .r0 = 0, .r1 = n, .X = X, .xq = d->xq, .Y = out[i] + lo, .ldy = F};
     run_tasks(d, tasks, 2, T);
     for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F + lo, d->gate + t * F + lo, d->up + t * F + lo, n);
 }
 
-static gm_status layer_forward(gm_device *d, int l, int T) {
+/* One layer for the step's T tokens. Only the last `keep` tokens' outputs are computed (keep = T but in
+ * the last layer, where a token whose logits nobody asked for needs only its key and value in the cache:
+ * its query, attention, o projection and feed-forward block would give an output nothing reads; llama.cpp
+ * skips them too). The kept tokens' outputs are the same as with keep = T. */
+static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff, H = (size_t)c->head_dim;
     size_t N = (size_t)c->n_heads, K = (size_t)c->n_kv_heads, NH = N * H, KH = K * H;
     bool global = c->layer_is_global[l];
+    int t0 = T - keep, n = keep; /* the kept tokens [t0, T) */
+    if (keep < T && d->rows_mode) return gm_fail(GM_ERR_STATE, "rows mode keeps every token's output");
 
     for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->attn_norm, D, c->rms_eps);
-    const gm_matrix *qkv[3] = {&W->q, &W->k, &W->v};
-    float *qkv_out[3] = {d->q, d->k, d->v};
-    GM_TRY(proj_n(d, qkv, 3, d->xn, T, qkv_out));
+    if (keep == T) {
+        const gm_matrix *qkv[3] = {&W->q, &W->k, &W->v};
+        float *qkv_out[3] = {d->q, d->k, d->v};
+        GM_TRY(proj_n(d, qkv, 3, d->xn, T, qkv_out));
+    } else {
+        const gm_matrix *kv[2] = {&W->k, &W->v};
+        float *kv_out[2] = {d->k, d->v};
+        GM_TRY(proj_n(d, kv, 2, d->xn, T, kv_out));
+        if (n > 0) GM_TRY(proj(d, &W->q, d->xn + t0 * D, n, d->q + t0 * NH));
+    }
     for (int t = 0; t < T; t++) {
         int p = d->tok_pos[t];
         gm_kv_layer *L = &d->tok_kv[t]->layers[l];
         const float *cs = (global ? d->rope_global : d->rope_local) + (size_t)t * H;
-        for (size_t h = 0; h < N; h++) {
+        for (size_t h = 0; h < N && t >= t0; h++) {
             float *q = d->q + t * NH + h * H;
             gm_rmsnorm(q, q, W->q_norm, H, c->rms_eps);
             gm_rope_apply(q, H, cs);
@@ -579,21 +593,23 @@ static gm_status layer_forward(gm_device *d, int l, int T) {
         kv_store(L->k, d->tok_kv[t]->f16, p % L->slots, d->k + t * KH, KH);
         kv_store(L->v, d->tok_kv[t]->f16, p % L->slots, d->v + t * KH, KH);
     }
-    attention(d, l, T);
-    GM_TRY(proj(d, &W->o, d->att, T, d->y));
-    for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_attn_norm, D, c->rms_eps);
+    if (n == 0) return GM_OK;
+    attention(d, l, t0, n);
+    float *x = d->x + t0 * D, *xn = d->xn + t0 * D, *y = d->y + t0 * D; /* [n][D] the kept tokens' rows */
+    GM_TRY(proj(d, &W->o, d->att + t0 * NH, n, y));
+    for (int t = 0; t < n; t++) add_normed(x + t * D, y + t * D, W->post_attn_norm, D, c->rms_eps);
 
-    for (int t = 0; t < T; t++) gm_rmsnorm(d->xn + t * D, d->x + t * D, W->ffn_norm, D, c->rms_eps);
+    for (int t = 0; t < n; t++) gm_rmsnorm(xn + t * D, x + t * D, W->ffn_norm, D, c->rms_eps);
     if (ffn_stays_local(d, W)) {
-        ffn_local(d, W, T);
+        ffn_local(d, W, xn, n);
     } else {
         const gm_matrix *gu[2] = {&W->gate, &W->up};
         float *gu_out[2] = {d->gate, d->up};
-        GM_TRY(proj_n(d, gu, 2, d->xn, T, gu_out));
-        for (int t = 0; t < T; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
+        GM_TRY(proj_n(d, gu, 2, xn, n, gu_out));
+        for (int t = 0; t < n; t++) gm_geglu(d->gate + t * F, d->gate + t * F, d->up + t * F, F);
     }
-    GM_TRY(proj(d, &W->down, d->gate, T, d->y));
-    for (int t = 0; t < T; t++) add_normed(d->x + t * D, d->y + t * D, W->post_ffw_norm, D, c->rms_eps);
+    GM_TRY(proj(d, &W->down, d->gate, n, y));
+    for (int t = 0; t < n; t++) add_normed(x + t * D, y + t * D, W->post_ffw_norm, D, c->rms_eps);
     return GM_OK;
 }
 
@@ -618,7 +634,9 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
             d->tok_kv[t] = kv;
         }
         rope_tables(d, n);
-        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n));
+        /* the last layer runs only the tokens whose logits are wanted: all, the prompt's last, or none */
+        int keep = logits_all ? n : done + n == T && logits_last ? 1 : 0;
+        for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n, l == c->n_layers - 1 ? keep : n));
         if (logits_all)
             for (int t = 0; t < n; t++)
                 GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride));
@@ -666,7 +684,7 @@ gm_status gm_device_rows_step(gm_device *d, const int32_t *tokens, const int *po
             d->tok_kv[t] = kv[t];
         }
         rope_tables(d, T);
-        for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T);
+        for (int l = 0; st == GM_OK && l < c->n_layers; l++) st = layer_forward(d, l, T, T);
     }
     /* logits of the requested rows: gather their final hidden states, one vocabulary product each */
     size_t loff[GM_MAX_DEVICES + 1];
