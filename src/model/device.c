@@ -487,8 +487,8 @@ static void attention(gm_device *d, int l, int t0, int T) {
     if (aj.pieces > 1)
         for (int h = 0; h < N; h++) {
             size_t o = (size_t)h * (size_t)aj.pieces;
-            gm_attention_merge(d->att + ((size_t)t0 * (size_t)N + (size_t)h) * (size_t)H, d->attn_part + o * (size_t)H, (size_t)H,
-                               d->attn_max + o, d->attn_sum + o, aj.pieces, (size_t)H);
+            gm_attention_merge(d->att + ((size_t)t0 * (size_t)N + (size_t)h) * (size_t)H, d->attn_part + o * (size_t)H,
+                               (size_t)H, d->attn_max + o, d->attn_sum + o, aj.pieces, (size_t)H);
         }
 }
 
@@ -554,7 +554,8 @@ static void ffn_local(gm_device *d, const gm_layer_weights *W, const float *X, i
 /* One layer for the step's T tokens. Only the last `keep` tokens' outputs are computed (keep = T but in
  * the last layer, where a token whose logits nobody asked for needs only its key and value in the cache:
  * its query, attention, o projection and feed-forward block would give an output nothing reads; llama.cpp
- * skips them too). The kept tokens' outputs are the same as with keep = T. */
+ * skips them too). The kept tokens' outputs are those of keep = T, up to rounding: a single kept token
+ * takes the one-token products. */
 static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
     const gm_config *c = d->cfg;
     const gm_layer_weights *W = &d->w.layers[l];
