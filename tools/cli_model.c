@@ -26,7 +26,7 @@ const char *CLI_MODEL_FLAGS_HELP =
     "                         f16 halves the cache's memory and attention's reads)\n"
     "  --weight-cache DIR     keep the packed weights (one file per model, sharding and device) and the built\n"
     "                         tokenizer (one per model) in DIR, written on the first load: later loads map them\n"
-    "                         instead of packing and building (270M: ~0.3 s -> ~0.015 s)\n"
+    "                         instead of packing and building (270M: ~0.3 s -> ~0.01 s)\n"
     "  --wait W               how threads wait for each other: spin (briefly, then yield), yield (at once: for\n"
     "                         more busy threads than cores) or auto (default: yield when devices x threads x\n"
     "                         ranks on this host exceed the CPUs this process may use)\n";

@@ -42,8 +42,19 @@ static gm_status cur_read(cursor *c, void *dst, uint64_t n, const char *what) {
 
 static uint64_t cur_left(const cursor *c) { return c->pos <= c->f->size ? c->f->size - c->pos : 0; }
 
-static gm_status cur_u32(cursor *c, uint32_t *v, const char *what) { return cur_read(c, v, 4, what); }
-static gm_status cur_u64(cursor *c, uint64_t *v, const char *what) { return cur_read(c, v, 8, what); }
+/* A fixed-size field: copied in place when the buffer holds it, else through cur_read (Gemma's 262144 string
+ * lengths parse in 2 ms instead of 5) */
+static inline gm_status cur_fixed(cursor *c, void *v, uint64_t n, const char *what) {
+    if (c->pos >= c->buf_start && c->pos + n <= c->buf_start + c->buf_len) {
+        memcpy(v, c->buf + (c->pos - c->buf_start), n);
+        c->pos += n;
+        return GM_OK;
+    }
+    return cur_read(c, v, n, what);
+}
+
+static gm_status cur_u32(cursor *c, uint32_t *v, const char *what) { return cur_fixed(c, v, 4, what); }
+static gm_status cur_u64(cursor *c, uint64_t *v, const char *what) { return cur_fixed(c, v, 8, what); }
 
 /* GGUF v1 used 32-bit counts; v2/v3 use 64-bit. We accept v2 and v3. */
 static gm_status cur_string(cursor *c, char **out, uint64_t *len_out, uint64_t max_len, const char *what) {
@@ -186,13 +197,7 @@ static gm_status read_elements(cursor *c, uint32_t et, uint64_t n, const char *k
 static gm_status skip_strings(cursor *c, uint64_t n, const char *key) {
     for (uint64_t i = 0; i < n; i++) {
         uint64_t len;
-        /* the length read in place when the buffer holds it: Gemma's 262144 pieces parse in 2 ms, not 5 */
-        if (c->pos >= c->buf_start && c->pos + 8 <= c->buf_start + c->buf_len) {
-            memcpy(&len, c->buf + (c->pos - c->buf_start), 8);
-            c->pos += 8;
-        } else {
-            GM_TRY(cur_u64(c, &len, "string length"));
-        }
+        GM_TRY(cur_u64(c, &len, "string length"));
         if (len > cur_left(c) || len > UINT32_MAX)
             return gm_fail(GM_ERR_FORMAT, "%s: offset %llu: key '%s' element %llu: string length %llu past the end",
                            c->f->path, (unsigned long long)c->pos, key, (unsigned long long)i,
