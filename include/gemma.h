@@ -169,6 +169,10 @@ uint64_t gm_model_weight_bytes(const gm_model *m);
 uint64_t gm_model_activation_bytes(const gm_model *m);
 typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;
 gm_comm_counters gm_model_comm_counters(const gm_model *m);
+/* Screened vocabulary products this process's devices ran (gm_session_forward_top) and the rows they
+ * computed exactly, since the model was loaded. */
+typedef struct gm_screen_counters { uint64_t steps, exact_rows; } gm_screen_counters;
+gm_screen_counters gm_model_screen_counters(const gm_model *m);
 /* What the weight cache did for this process's devices: "off", "mapped" (every packed matrix came
  * from the cache), "written" (packed from the model and saved) or "unwritten" (packed, not saved). */
 const char *gm_model_weight_cache(const gm_model *m);
@@ -197,6 +201,14 @@ uint64_t gm_session_kv_bytes(const gm_session *s);   /* KV cache bytes this proc
  * logits; logits_all [n][V] (may be NULL) every position's. GM_ERR_RANGE (nothing appended) when the
  * tokens do not fit the cache. Under MPI only rank 0 calls this; other ranks run gm_model_serve. */
 gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all);
+/* The same when only the `top` largest of the last position's logits need be exact: what greedy (top 1)
+ * and top-k sampling (top k) read. Those, and every logit tying with the top-th largest, are bit for bit
+ * what gm_session_forward gives; every other value is an approximation below the top-th largest. The
+ * vocabulary product first runs with the input rounded to 8 bits per 32 values, each row with a bound on
+ * its error, and then exactly for the rows whose bound reaches the top (docs/DESIGN.md, "The screened
+ * vocabulary product"): on AVX2 with a Q8_0, Q5_0 or Q4_0 vocabulary matrix; elsewhere, and for top <= 0
+ * or top > 1024, every logit is exact. */
+gm_status gm_session_forward_top(gm_session *s, const int32_t *tokens, size_t n, int top, float *logits_last);
 /* Ranks other than 0 call this after loading: it follows rank 0's calls until rank 0 frees the model. */
 gm_status gm_model_serve(gm_model *m);
 /* Call once before the process exits if it ran under MPI (finalizes MPI; harmless otherwise). */
@@ -233,6 +245,9 @@ typedef struct gm_generate_options {
     gm_text_fn on_text;                 /* streaming, may be NULL */
     void *user;
     const volatile int *interrupt;      /* e.g. set from a SIGINT handler */
+    int logits_top;                     /* > 0: pick reads only the logits_top largest logits (greedy: 1,
+                                         * top-k: k; gm_sampler_logits_top), so only those are computed
+                                         * exactly (gm_session_forward_top); 0: every logit exact */
 } gm_generate_options;
 
 typedef struct gm_generate_result {
@@ -288,6 +303,9 @@ typedef struct gm_sampler_config {
 gm_sampler_config gm_sampler_config_default(void);
 /* GM_ERR_ARG naming the field when temperature < 0 (or NaN), top_k < 1, top_p outside (0, 1]. */
 gm_status gm_sampler_config_check(const gm_sampler_config *cfg);
+/* How many of the largest logits the method reads: 1 for greedy (or temperature 0), top_k for top-k,
+ * 0 (all of them) for random and top-p sampling: gm_generate_options.logits_top. */
+int gm_sampler_logits_top(const gm_sampler_config *cfg);
 
 typedef struct gm_sampler gm_sampler;
 /* forbidden_ids (may be NULL when n_forbidden is 0) are never sampled: their logits count as

@@ -64,7 +64,10 @@ void cli_install_sigint(void);
 typedef struct cli_sampling {
     gm_sampler_config cfg;
     bool method_given, temp_given, k_given, p_given;
+    bool full_logits; /* --full-logits: every logit exact each step (default: only those the method reads) */
 } cli_sampling;
+/* gm_generate_options.logits_top for these flags */
+int cli_sampling_logits_top(const cli_sampling *s);
 void cli_sampling_init(cli_sampling *s);
 int cli_sampling_flag(const char *cmd, int argc, char **argv, int *i, cli_sampling *s);
 /* Resolve implied methods and validate; prints a usage error and returns -1 when invalid. */

@@ -10,7 +10,9 @@ const char *CLI_SAMPLING_FLAGS_HELP =
     "  --temperature T        >= 0; 0 means greedy (default 1 for random methods)\n"
     "  --top-k K              >= 1 (implies --sampling top-k)\n"
     "  --top-p P              in (0, 1] (implies --sampling top-p)\n"
-    "  --seed S               PRNG seed: jax.random.key(S) (default 0)\n";
+    "  --seed S               PRNG seed: jax.random.key(S) (default 0)\n"
+    "  --full-logits          compute every logit exactly at each step (default: greedy and top-k compute\n"
+    "                         exactly only the logits they read; the tokens are the same either way)\n";
 
 void cli_sampling_init(cli_sampling *s) {
     memset(s, 0, sizeof *s);
@@ -52,6 +54,10 @@ int cli_sampling_flag(const char *cmd, int argc, char **argv, int *i, cli_sampli
         s->p_given = true;
         return 1;
     }
+    if (!strcmp(argv[*i], "--full-logits")) {
+        s->full_logits = true;
+        return 1;
+    }
     if (cli_flag_value(argc, argv, i, "--seed", NULL, &v)) {
         if (!cli_parse_int(v, -2147483647L - 1, 4294967295L, &n)) return cli_usage_error(cmd, "--seed wants an integer"), -1;
         s->cfg.seed = n;
@@ -69,6 +75,8 @@ int cli_sampling_finish(const char *cmd, cli_sampling *s) {
     if (gm_sampler_config_check(&s->cfg) != GM_OK) return cli_usage_error(cmd, "%s", gm_last_error()), -1;
     return 0;
 }
+
+int cli_sampling_logits_top(const cli_sampling *s) { return s->full_logits ? 0 : gm_sampler_logits_top(&s->cfg); }
 
 int32_t cli_pick(void *ctx, float *logits, int vocab) {
     int32_t id = -1;

@@ -99,6 +99,7 @@ int cmd_bench(int argc, char **argv) {
     /* greedy: the argmax alone, as before sampling could be chosen; otherwise the chat loop's sampler
      * picks every token and its time counts in decode */
     bool greedy = sp.cfg.method == GM_SAMPLE_GREEDY || sp.cfg.temperature == 0.0f;
+    int top = cli_sampling_logits_top(&sp); /* as generate and chat: the screened product unless --full-logits */
     if (P + G + 1 > mf.load.cache_length) mf.load.cache_length = (int)(P + G + 1);
     double t_start = gm_now_seconds(), t_load = t_start, t_first = 0;
     gm_model *m;
@@ -136,7 +137,7 @@ int cmd_bench(int argc, char **argv) {
             break;
         }
         double t0 = gm_now_seconds();
-        st = gm_session_forward(s, prompt, (size_t)P, logits, NULL);
+        st = gm_session_forward_top(s, prompt, (size_t)P, top, logits);
         if (st == GM_OK) st = pick(greedy, smp, logits, V, &tok);
         double t_prefill = gm_now_seconds() - t0;
         /* what a user waits for: load, the first session and its prefill, picking the first token */
@@ -144,7 +145,7 @@ int cmd_bench(int argc, char **argv) {
         gm_model_reset_comm_counters(m);
         t0 = gm_now_seconds();
         for (long g = 0; g < G && st == GM_OK; g++) {
-            st = gm_session_forward(s, &tok, 1, logits, NULL);
+            st = gm_session_forward_top(s, &tok, 1, top, logits);
             if (st == GM_OK) st = pick(greedy, smp, logits, V, &tok);
         }
         double t_decode = gm_now_seconds() - t0;
@@ -198,6 +199,11 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddStringToObject(o, "sharding", sh);
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
+            /* logits computed exactly per step: "all", or the top N with the rest screened */
+            gm_screen_counters sc = gm_model_screen_counters(m);
+            cJSON_AddNumberToObject(o, "logits_top", top);
+            cJSON_AddNumberToObject(o, "screened_steps", (double)sc.steps);
+            cJSON_AddNumberToObject(o, "screen_exact_rows_per_step", sc.steps ? (double)sc.exact_rows / (double)sc.steps : 0);
             cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
             cJSON_AddStringToObject(o, "wait", gm_model_wait(m) == GM_WAIT_YIELD ? "yield" : "spin");
             cJSON *so = cJSON_AddObjectToObject(o, "sampling");
@@ -241,6 +247,11 @@ int cmd_bench(int argc, char **argv) {
                         (long long)sp.cfg.seed);
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
                    comm_per_tok, comm_s_per_tok * 1000);
+            gm_screen_counters sc = gm_model_screen_counters(m);
+            if (sc.steps)
+                printf("logits       top %d exact, the rest screened: %.0f of %d rows recomputed exactly per step\n", top,
+                       (double)sc.exact_rows / (double)sc.steps, V);
+            else printf("logits       all exact%s\n", top ? " (no screened product on these kernels or weights)" : "");
         }
     }
     free(logits);

@@ -261,7 +261,7 @@ static int run(const char *cmd, int argc, char **argv) {
     cli_install_sigint();
     gm_generate_options go = {.max_new_tokens = (int)f.max_new, .pick = cli_pick, .pick_ctx = sampler,
                               .stop_strings = f.stops, .n_stop_strings = f.n_stops, .on_text = stream_out,
-                              .interrupt = &cli_interrupted};
+                              .interrupt = &cli_interrupted, .logits_top = cli_sampling_logits_top(&f.sp)};
     gm_generate_result r = {0};
     gm_status st = GM_OK;
     if (!is_chat && f.raw) {

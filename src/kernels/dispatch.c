@@ -195,6 +195,12 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
     packed_ops()->matvec(P, r0, r1, xq, y);
 }
 
+bool gm_packed_can_screen(gm_pack_kind k) { return k == GM_PK_D16 && packed_ops()->screen != NULL; }
+
+void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound) {
+    if (gm_packed_can_screen(P->kind)) packed_ops()->screen(P, r0, r1, xq, eb, y, bound);
+}
+
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
     if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);

@@ -37,6 +37,8 @@ typedef struct gm_packed_ops {
     bool matvec_xb;
     /* Q5_0 packs as 8-bit GM_PK_D16 tiles rather than GM_PK_N5D (gm_pack_kind_of) */
     bool q5_0_as_d16;
+    /* gm_packed_screen for GM_PK_D16 (NULL: these kernels do not screen) */
+    void (*screen)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 } gm_packed_ops;
 
 extern const gm_packed_ops gm_packed_scalar;
@@ -46,6 +48,8 @@ extern const gm_packed_ops gm_packed_amx;    /* gm_packed_avx512 with AMX-BF16 f
 void gm_packed_matmul_f32_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                                size_t ldy);
 void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+void gm_packed_screen_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
+                           float *bound);
 void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);

@@ -183,4 +183,20 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 /* Y[t * ldy + r - r0] for T quantized inputs. */
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 
+/* Screening a product for its largest rows (greedy and top-k decoding, model/vocab_screen.c): y[r - r0]
+ * = row r times the first int8 term of x alone (xq->has8: x rounded to 8 bits per 32 values, as
+ * --precision fast), and bound[r - r0] = sum over blocks b of |d[r][b]| eb[b] >= |y[r - r0] - the exact
+ * value gm_packed_matvec gives row r|, with eb from gm_packed_screen_errors: a row whose y + bound falls
+ * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind): on other
+ * kinds and kernels it writes nothing. */
+bool gm_packed_can_screen(gm_pack_kind k);
+void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
+/* The same in f64 on the scalar path (the tests' reference; the scalar kernels do not screen). */
+void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
+                          float *bound);
+/* eb[b] for the P->cols / 32 blocks of x (quantized in xq, int8 terms): the largest |code| of P's kind
+ * times sum |x - x's first int8 term| over the block, plus a slack for the f32 roundings of the screen
+ * and of the exact product (docs/DESIGN.md, "The screened vocabulary product"). */
+void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb);
+
 #endif

@@ -42,14 +42,16 @@ GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int te
     }
 }
 
-/* Input t0 against panel p, with `terms` (1: --precision fast, 3: f32 accuracy) of the int8 inputs */
+/* Input t0 against panel p, with `terms` (1: --precision fast, 3: f32 accuracy) of the int8 inputs; with
+ * `bound` (D16, one term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, size_t r0, size_t r1,
-                       const gm_xq *xq, size_t t0, float *y) {
+                       const gm_xq *xq, size_t t0, float *y, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int off = K == GM_PK_N5D ? 16 : 0; /* Q5_0's codes are q + 16 */
     const uint8_t *t = P->data + p * P->panel_bytes;
     const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_stream(t, pf, tb);
         const size_t o = t0 * xq->ldd + b;
@@ -72,6 +74,8 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
             const __m128i *sp = (const __m128i *)(t + (K == GM_PK_D16 ? 512 : 320));
             rows_mixed(_mm256_cvtph_ps(_mm_load_si128(sp)), _mm256_cvtph_ps(_mm_load_si128(sp + 1)), &s[0], &s[1]);
             for (int h = 0; h < 2; h++) acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(s[h], _mm256_set1_ps(e)), acc[h]);
+            if (bound)
+                for (int h = 0; h < 2; h++) bacc[h] = _mm256_fmadd_ps(_mm256_and_ps(s[h], absmask), _mm256_set1_ps(eb[b]), bacc[h]);
         } else { /* w = s q + m: the m part needs the block sum of x */
             const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
             float sx = terms == 1 ? e * (float)S[0]
@@ -87,14 +91,17 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     __m256 lo, hi; /* back to rows 0-7, 8-15 */
     rows_mixed(acc[0], acc[1], &lo, &hi);
     store_rows(y, lo, hi, p, r0, r1);
+    if (!bound) return;
+    rows_mixed(bacc[0], bacc[1], &lo, &hi);
+    store_rows(bound, lo, hi, p, r0, r1);
 }
 
 GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                         size_t ldy) {
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
         for (size_t t = 0; t < T; t++) {
-            if (xq->fast) matmul8_one(K, 1, P, p, r0, r1, xq, t, Y + t * ldy);
-            else matmul8_one(K, 3, P, p, r0, r1, xq, t, Y + t * ldy);
+            if (xq->fast) matmul8_one(K, 1, P, p, r0, r1, xq, t, Y + t * ldy, NULL, NULL);
+            else matmul8_one(K, 3, P, p, r0, r1, xq, t, Y + t * ldy, NULL, NULL);
         }
 }
 
@@ -107,4 +114,11 @@ void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_x
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }
+}
+
+void gm_packed_screen_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
+                           float *bound) {
+    if (r1 <= r0 || P->kind != GM_PK_D16) return;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+        matmul8_one(GM_PK_D16, 1, P, p, r0, r1, xq, 0, y, eb, bound);
 }

@@ -189,5 +189,41 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
     tiles_ref(P, r0, r1, xq, T, Y, ldy, tile8_ref);
 }
 
+void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb) {
+    /* the largest |code|: Q8_0 -128, Q5_0 as D16 q - 16 in [-16, 15], Q4_0 q - 8 in [-8, 7] */
+    const float cmax = P->from == GM_Q5_0 ? 16.0f : P->from == GM_Q4_0 ? 8.0f : 128.0f;
+    /* Both products add a few f32 roundings of 2^-24 of at most 32 x cmax x 127 e per tile: 1/64 of
+     * cmax e per tile covers them with room, 1/32 more the conversions at either end. */
+    const float slack = (float)(P->cols / 32) / 64.0f + 1.0f / 32.0f;
+    for (size_t b = 0; b < P->cols / 32; b++) {
+        const float e = xq->e8[b];
+        float r = 0; /* sum |x - e q1|, each from one fma, so within 2^-24 of itself; the sum within 2^-19 */
+        for (int c = 0; c < 32; c++) r += fabsf(fmaf(-e, (float)xq->b8[96 * b + gm_x8_pos(c)], x[32 * b + c]));
+        eb[b] = cmax * (r * (1.0f + 0x1p-16f) + slack * e);
+    }
+}
+
+void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
+                          float *bound) {
+    if (P->kind != GM_PK_D16) return;
+    const size_t tiles = P->cols / 32;
+    for (size_t r = r0; r < r1; r++) {
+        const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
+        const int i = (int)(r % GM_PANEL_ROWS);
+        double acc = 0, b = 0;
+        for (size_t t = 0; t < tiles; t++) {
+            const uint8_t *tile = panel + t * P->tile_bytes;
+            const int8_t *q = xq->b8 + 96 * t;
+            int64_t dot = 0;
+            for (int c = 0; c < 32; c++) dot += (int64_t)gm_packed_code(P->kind, tile, c / 2, 2 * i + (c & 1)) * q[gm_x8_pos(c)];
+            double d = gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i));
+            acc += d * xq->e8[t] * (double)dot;
+            b += fabs(d) * eb[t];
+        }
+        y[r - r0] = (float)acc;
+        bound[r - r0] = (float)b;
+    }
+}
+
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref, NULL, false, false};
+                                        NULL, gm_quantize_x8_ref, NULL, false, false, NULL};

@@ -1,6 +1,7 @@
 /* The Gemma 3 forward pass of one device, written against weight slices and collectives: with one
  * device the slices are whole tensors and the collectives return at once. */
 #include "model/device.h"
+#include "model/vocab_screen.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,6 +100,9 @@ void gm_device_free(gm_device *d) {
     free(d->xq.xb);
     free(d->xq.hi); /* mid and lo live in the same block */
     free(d->xq.b8);
+    free(d->screen_bound);
+    free(d->screen_heap);
+    free(d->screen_eb);
     free(d->xq.e8);
     free(d->xq.s8);
     memset(d, 0, sizeof *d);
@@ -168,6 +172,8 @@ typedef struct mm_task {
     gm_xq xq;         /* quantized inputs (packed kernels) */
     float *Y;         /* Y[t * ldy + (r - r0)] */
     size_t ldy;
+    float *bound;     /* non-NULL: the screened product (T = 1), bound[r - r0] beside Y (vocab_screen.h) */
+    const float *eb;  /* its per-block errors (gm_packed_screen_errors) */
 } mm_task;
 
 typedef struct mm_job {
@@ -216,6 +222,10 @@ static void mm_chunk(void *ctx, int c, int slot) {
         if (b > tk->r1) b = tk->r1;
         if (b <= a) return;
         float *Y = tk->Y + (a - tk->r0);
+        if (tk->bound) {
+            gm_packed_screen(&m->packed, a, b, &tk->xq, tk->eb, Y, tk->bound + (a - tk->r0));
+            return;
+        }
         /* one token: the int16 matvec, or (fast) the int8 matmul's single term where the kind has one */
         if (j->T == 1 && !(tk->xq.fast && tk->xq.has8 && gm_packed_kind_int8(m->packed.kind)))
             gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
@@ -614,9 +624,55 @@ static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
     return GM_OK;
 }
 
-static gm_status logits_of(gm_device *d, const float *x, float *logits) {
+/* logits = E xn with only the `top` largest exact (and every value tying with the top-th): the int8
+ * screen over this device's rows, the top-th largest lower bound as the threshold, then the exact
+ * product again for the panels holding a row whose upper bound reaches it; every other row keeps its
+ * screened value, which is below the threshold (docs/DESIGN.md, "The screened vocabulary product").
+ * Each device screens its own rows: a row in the mesh's top is in its device's top, and every value left
+ * screened is below `top` exact ones of its own device, so the gathered logits keep the property.
+ * Returns false (nothing done) where the mesh cannot screen; a device that cannot (fewer rows than top,
+ * no memory, a NaN or inf in x) computes its rows exactly and joins the same gather. */
+static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *logits, gm_status *st) {
+    if (top < 1 || top > GM_SCREEN_TOP_MAX || d->fast || !d->xq.b8 || !E->packed.data ||
+        !gm_packed_can_screen(E->packed.kind) || E->plan.split == GM_SPLIT_COLS || d->cfg->final_softcap > 0)
+        return false;
+    size_t C = (size_t)E->full_cols;
+    gm_quantize_x(d->xn, C, 1, C, &d->xq); /* the int16 terms of the exact rows (clears has8: first) */
+    gm_quantize_x8(d->xn, C, 1, C, &d->xq);
+    d->xq.f32 = d->xq.fast = false;
+    mm_task tk = linear_task(d, E, d->xn, 1, logits);
+    size_t n = tk.r1 - tk.r0;
+    bool screen = n >= (size_t)top;
+    for (size_t b = 0; b < C / GM_XQ_BLOCK && screen; b++) screen = isfinite(d->xq.e8[b]);
+    if (screen && d->screen_cap < n) {
+        float *b = realloc(d->screen_bound, n * sizeof *b);
+        if (b) d->screen_bound = b, d->screen_cap = n;
+        screen = b != NULL;
+    }
+    if (screen && !d->screen_eb) screen = (d->screen_eb = malloc(C / GM_XQ_BLOCK * sizeof(float))) != NULL;
+    if (screen && d->screen_top < top) {
+        double *h = realloc(d->screen_heap, (size_t)top * sizeof *h);
+        if (h) d->screen_heap = h, d->screen_top = top;
+        screen = h != NULL;
+    }
+    tk.bound = screen ? d->screen_bound : NULL;
+    if (screen) gm_packed_screen_errors(&E->packed, d->xn, &tk.xq, d->screen_eb);
+    tk.eb = d->screen_eb;
+    run_tasks(d, &tk, 1, 1);
+    if (screen) {
+        double tau = gm_screen_threshold(tk.Y, tk.bound, n, top, d->screen_heap);
+        d->screen_exact_rows += gm_screen_recompute(&E->packed, tk.r0, tk.r1, &tk.xq, tk.Y, tk.bound, tau);
+        d->screen_steps++;
+    }
+    *st = linear_finish(d, E, 1, logits);
+    return true;
+}
+
+static gm_status logits_of(gm_device *d, const float *x, float *logits, int top) {
     const gm_config *c = d->cfg;
     gm_rmsnorm(d->xn, x, d->w.final_norm, (size_t)c->d_model, c->rms_eps);
+    gm_status st = GM_OK;
+    if (screened_logits(d, &d->w.embed, top, logits, &st)) return st;
     GM_TRY(linear(d, &d->w.embed, d->xn, 1, logits));
     if (c->final_softcap > 0)
         for (int i = 0; i < c->vocab_size; i++) logits[i] = c->final_softcap * tanhf(logits[i] / c->final_softcap);
@@ -624,7 +680,7 @@ static gm_status logits_of(gm_device *d, const float *x, float *logits) {
 }
 
 gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
-                            float *logits_all, size_t all_stride) {
+                            float *logits_all, size_t all_stride, int top) {
     const gm_config *c = d->cfg;
     size_t D = (size_t)c->d_model;
     for (int done = 0; done < T;) {
@@ -640,9 +696,9 @@ gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens
         for (int l = 0; l < c->n_layers; l++) GM_TRY(layer_forward(d, l, n, l == c->n_layers - 1 ? keep : n));
         if (logits_all)
             for (int t = 0; t < n; t++)
-                GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride));
+                GM_TRY(logits_of(d, d->x + (size_t)t * D, logits_all + (size_t)(done + t) * all_stride, 0));
         done += n;
-        if (done == T && logits_last) GM_TRY(logits_of(d, d->x + (size_t)(n - 1) * D, logits_last));
+        if (done == T && logits_last) GM_TRY(logits_of(d, d->x + (size_t)(n - 1) * D, logits_last, logits_all ? 0 : top));
     }
     return GM_OK;
 }

@@ -56,6 +56,13 @@ typedef struct gm_device {
     int rows_total;
     size_t rows_off[GM_MAX_DEVICES + 1];
     float *xa, *ya;             /* [GM_PREFILL_CHUNK][max(D, F, N*H)] all devices' rows */
+    /* the screened vocabulary product (vocab_screen.h), allocated at its first use */
+    float *screen_bound;        /* [screen_cap] the bounds of this device's vocabulary rows */
+    double *screen_heap;        /* [screen_top] */
+    float *screen_eb;           /* [vocabulary matrix columns / 32] per-block errors (gm_packed_screen_errors) */
+    size_t screen_cap;
+    int screen_top;
+    uint64_t screen_steps, screen_exact_rows; /* screened products, and rows they computed exactly */
 } gm_device;
 
 gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int global, int n_devices, gm_comm *comm,
@@ -67,9 +74,10 @@ void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
 
 /* Run tokens [T] at positions pos0.. through the model on this device. logits_last [V] and/or
  * logits_all (position t at logits_all + t * all_stride; stride 0 reuses one [V] buffer) are filled on
- * every device; NULL skips them (all devices of a mesh must pass the same NULL-ness). */
+ * every device; NULL skips them (all devices of a mesh must pass the same NULL-ness and top). top > 0
+ * (logits_all NULL): only the top largest of logits_last need be exact (gm_session_forward_top). */
 gm_status gm_device_forward(gm_device *d, gm_kv_cache *kv, const int32_t *tokens, int T, int pos0, float *logits_last,
-                            float *logits_all, size_t all_stride);
+                            float *logits_all, size_t all_stride, int top);
 
 /* Rows mode, one step: this device runs T tokens of its own rows (token t at pos[t] in cache kv[t]);
  * the projections are shared with the other devices, which may hold any number of tokens (0 too).

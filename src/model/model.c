@@ -267,6 +267,15 @@ gm_comm_counters gm_model_comm_counters(const gm_model *m) {
     return (gm_comm_counters){s.calls, s.bytes, s.seconds};
 }
 
+gm_screen_counters gm_model_screen_counters(const gm_model *m) {
+    gm_screen_counters c = {0, 0};
+    for (int i = 0; m && i < m->n_local; i++) {
+        if (m->dev[i].screen_steps > c.steps) c.steps = m->dev[i].screen_steps; /* every device screens each step */
+        c.exact_rows += m->dev[i].screen_exact_rows;
+    }
+    return c;
+}
+
 void gm_model_reset_comm_counters(gm_model *m) { gm_comm_reset_stats(m->comm); }
 
 void gm_shutdown(void) { gm_mpi_finalize(); }

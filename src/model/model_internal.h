@@ -36,7 +36,7 @@ struct gm_model {
 /* Commands rank 0 sends to the other ranks (MPI): each API call that touches devices sends one. */
 enum gm_cmd_op { GM_CMD_QUIT = 1, GM_CMD_SESSION_NEW, GM_CMD_SESSION_FREE, GM_CMD_FORWARD, GM_CMD_BATCH };
 typedef struct gm_cmd {
-    int32_t op, session, n, pos0, want_all, want_last;
+    int32_t op, session, n, pos0, want_all, want_last, top; /* top: gm_session_forward_top's */
 } gm_cmd;
 
 /* Whether this model's KV caches hold half-precision keys and values (gm_model_kv_type). */
@@ -46,7 +46,7 @@ gm_status gm_model_send_cmd(gm_model *m, const gm_cmd *cmd, const int32_t *token
 gm_status gm_session_create_local(gm_model *m, int id, gm_session **out);
 void gm_session_destroy_local(gm_session *s);
 gm_status gm_model_run_forward(gm_model *m, gm_session *s, const int32_t *tokens, int n, int pos0, float *logits_last,
-                               float *logits_all);
+                               float *logits_all, int top);
 
 /* The batch generation every rank runs (rank 0 from gm_generate_batch, others from gm_model_serve).
  * rows may be NULL on ranks other than 0. */

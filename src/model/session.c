@@ -80,7 +80,7 @@ typedef struct fwd_job {
     gm_model *m;
     gm_session *s;
     const int32_t *tokens;
-    int n, pos0;
+    int n, pos0, top;
     float *logits_last, *logits_all;
     gm_status st[GM_MAX_DEVICES];
     char err[GM_MAX_DEVICES][256];
@@ -95,16 +95,17 @@ static void fwd_worker(void *ctx, int i, int n_dev) {
     float *scratch = m->scratch_logits + (size_t)i * V;
     float *last = j->logits_last ? (i == 0 ? j->logits_last : scratch) : NULL;
     float *all = j->logits_all ? (i == 0 ? j->logits_all : scratch) : NULL;
-    gm_status st = gm_device_forward(&m->dev[i], &j->s->kv[i], j->tokens, j->n, j->pos0, last, all, i == 0 ? V : 0);
+    gm_status st = gm_device_forward(&m->dev[i], &j->s->kv[i], j->tokens, j->n, j->pos0, last, all, i == 0 ? V : 0, j->top);
     j->st[i] = st;
     if (st != GM_OK) snprintf(j->err[i], sizeof j->err[i], "%s", gm_last_error());
 }
 
 gm_status gm_model_run_forward(gm_model *m, gm_session *s, const int32_t *tokens, int n, int pos0, float *logits_last,
-                               float *logits_all) {
+                               float *logits_all, int top) {
     fwd_job *j = calloc(1, sizeof *j);
     if (!j) return gm_fail(GM_ERR_NOMEM, "out of memory");
-    *j = (fwd_job){.m = m, .s = s, .tokens = tokens, .n = n, .pos0 = pos0, .logits_last = logits_last, .logits_all = logits_all};
+    *j = (fwd_job){.m = m, .s = s, .tokens = tokens, .n = n, .pos0 = pos0, .logits_last = logits_last, .logits_all = logits_all,
+                   .top = top};
     gm_pool_run(m->devices, fwd_worker, j);
     gm_status st = GM_OK;
     for (int i = 0; i < m->n_local && st == GM_OK; i++)
@@ -113,7 +114,7 @@ gm_status gm_model_run_forward(gm_model *m, gm_session *s, const int32_t *tokens
     return st;
 }
 
-gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all) {
+static gm_status forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all, int top) {
     gm_model *m = s->model;
     if (n == 0) return gm_fail(GM_ERR_ARG, "no tokens to run");
     if (!tokens) return gm_fail(GM_ERR_ARG, "tokens is NULL");
@@ -124,11 +125,22 @@ gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, flo
         if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab_size)
             return gm_fail(GM_ERR_RANGE, "token %zu has id %d, outside the vocabulary of %d", i, tokens[i], m->cfg.vocab_size);
     gm_cmd c = {.op = GM_CMD_FORWARD, .session = s->id, .n = (int32_t)n, .pos0 = s->pos, .want_all = logits_all != NULL,
-                .want_last = logits_last != NULL};
+                .want_last = logits_last != NULL, .top = top};
     GM_TRY(gm_model_send_cmd(m, &c, tokens));
-    GM_TRY(gm_model_run_forward(m, s, tokens, (int)n, s->pos, logits_last, logits_all));
+    GM_TRY(gm_model_run_forward(m, s, tokens, (int)n, s->pos, logits_last, logits_all, top));
     s->pos += (int)n;
     return GM_OK;
+}
+
+gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, float *logits_last, float *logits_all) {
+    if (!s) return gm_fail(GM_ERR_ARG, "session is NULL");
+    return forward(s, tokens, n, logits_last, logits_all, 0);
+}
+
+gm_status gm_session_forward_top(gm_session *s, const int32_t *tokens, size_t n, int top, float *logits_last) {
+    if (!s) return gm_fail(GM_ERR_ARG, "session is NULL");
+    if (!logits_last) return gm_fail(GM_ERR_ARG, "gm_session_forward_top: logits_last is NULL");
+    return forward(s, tokens, n, logits_last, NULL, top > 0 ? top : 0);
 }
 
 gm_status gm_model_serve(gm_model *m) {
@@ -172,7 +184,7 @@ gm_status gm_model_serve(gm_model *m) {
             if (st == GM_OK)
                 /* the same logits requests as rank 0, so every rank runs the same collectives */
                 st = gm_model_run_forward(m, m->sessions[c.session], tokens, c.n, c.pos0,
-                                          c.want_last ? m->scratch_logits : NULL, c.want_all ? all : NULL);
+                                          c.want_last ? m->scratch_logits : NULL, c.want_all ? all : NULL, c.top);
         }
         if (st != GM_OK) break;
     }

@@ -79,8 +79,11 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         free(gen);
         return gm_fail(GM_ERR_NOMEM, "out of memory");
     }
+    /* the rows forced to -inf below are not picked, so the screen keeps that many more exact */
+    int n_tok = tok ? gm_tokenizer_vocab_size(tok) : V, forbidden = (V > GEMMA3_END_OF_IMAGE ? 2 : 0) + (n_tok < V ? V - n_tok : 0);
+    int top = opt.logits_top > 0 ? opt.logits_top + forbidden : 0;
     double t0 = gm_now_seconds();
-    gm_status status = gm_session_forward(s, prompt, n_prompt, logits, NULL);
+    gm_status status = gm_session_forward_top(s, prompt, n_prompt, top, logits);
     r.prefill_seconds = gm_now_seconds() - t0;
     t0 = gm_now_seconds();
     while (status == GM_OK) {
@@ -95,7 +98,7 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
         /* the seed's forbidden tokens: image markers are never sampled */
         if (V > GEMMA3_END_OF_IMAGE) logits[GEMMA3_START_OF_IMAGE] = logits[GEMMA3_END_OF_IMAGE] = -INFINITY;
         /* embedding rows past the tokenizer's vocabulary (262208 vs 262144 in multimodal checkpoints) */
-        for (int i = tok ? gm_tokenizer_vocab_size(tok) : V; i < V; i++) logits[i] = -INFINITY;
+        for (int i = n_tok; i < V; i++) logits[i] = -INFINITY;
         int32_t id = opt.pick ? opt.pick(opt.pick_ctx, logits, V) : (int32_t)gm_argmax_f32(logits, (size_t)V);
         if (id < 0 || id >= V) {
             status = gm_fail(GM_ERR_STATE, "the sampler returned token %d outside the vocabulary", id);
@@ -145,7 +148,7 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
             r.stop = GM_STOP_CACHE_FULL;
             break;
         }
-        status = gm_session_forward(s, &id, 1, logits, NULL);
+        status = gm_session_forward_top(s, &id, 1, top, logits);
     }
     r.decode_seconds = gm_now_seconds() - t0;
     if (status == GM_OK && tok && !st.text) { /* only stop tokens, or no tokenizer output yet */

@@ -44,6 +44,12 @@ gm_status gm_sampler_config_check(const gm_sampler_config *cfg) {
     return GM_OK;
 }
 
+int gm_sampler_logits_top(const gm_sampler_config *cfg) {
+    if (!cfg) return 0;
+    if (cfg->method == GM_SAMPLE_GREEDY || cfg->temperature == 0.0f) return 1;
+    return cfg->method == GM_SAMPLE_TOP_K && cfg->top_k > 0 ? cfg->top_k : 0;
+}
+
 static gm_prng_layout layout_of(const gm_sampler_config *cfg) {
     return cfg->prng_original_layout ? GM_PRNG_ORIGINAL : GM_PRNG_PARTITIONABLE;
 }

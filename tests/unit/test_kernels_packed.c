@@ -675,6 +675,69 @@ static void test_special_inputs(const gm_packed_ops *ops, const char *name) {
     free(w);
 }
 
+/* The screened product (gm_packed_screen; GM_PK_D16: Q8_0, Q4_0, Q5_0 as 8-bit tiles): y matches the f64
+ * reference; every row's bound holds against the exact matvec's value of that row (the path's own
+ * gm_packed_matvec, which the engine recomputes candidates with); rows outside [r0, r1) are not written.
+ * `worst`: every code at its largest magnitude and x just under half a step past a rounding point in
+ * every column, so all of x's rounding errors push the product the same way: the bound must hold there
+ * and be within 1.1x of the error (a loose bound would send too many rows to the exact product). */
+static void test_screen(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols, bool worst) {
+    const char *tn = cname(pc);
+    size_t rb;
+    uint8_t *w = random_weights(pc.t, rows, cols, &rb);
+    const gm_dtype_info *di = gm_dtype_get(pc.t);
+    if (worst) /* codes: Q8_0 -128, Q4_0 / Q5_0 0 (q - 8 = -8, q - 16 = -16, the fifth bits cleared) */
+        for (size_t b = 0; b < rows * rb / di->bytes; b++) {
+            uint16_t h = gm_f32_to_f16(0.015625f); /* one scale everywhere: no block's error offsets another's */
+            memcpy(w + b * di->bytes, &h, 2);
+            memset(w + b * di->bytes + 2, pc.t == GM_Q8_0 ? 0x80 : 0, di->bytes - 2);
+        }
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
+    float *x = malloc(cols * sizeof *x);
+    for (size_t c = 0; c < cols; c++) {
+        float step = ldexpf(1.0f, -(int)(c / 32 % 5)) / 127.0f; /* e8 of the block: its largest is 127 steps */
+        x[c] = !worst ? rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4)
+               : c % 32 == 0 ? -127.0f * step : -(float)(rnd() % 120 + 3) * step - 0.4999f * step;
+    }
+    gm_xq xq;
+    xq_alloc(&xq, 1, cols);
+    xq8_alloc(&xq, 1, cols);
+    gm_quantize_x_ref(x, cols, 1, cols, &xq);
+    gm_quantize_x8_ref(x, cols, 1, cols, &xq);
+    size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
+    float *y = malloc((n + 8) * sizeof *y), *b = malloc((n + 8) * sizeof *b), *yr = malloc(n * sizeof *yr);
+    float *br = malloc(n * sizeof *br), *exact = malloc(n * sizeof *exact), *eb = malloc(cols / 32 * sizeof *eb);
+    for (size_t i = 0; i < n + 8; i++) y[i] = b[i] = -777.0f;
+    gm_packed_screen_errors(&P, x, &xq, eb);
+    ops->screen(&P, r0, r1, &xq, eb, y, b);
+    gm_packed_screen_ref(&P, r0, r1, &xq, eb, yr, br);
+    ops->matvec(&P, r0, r1, &xq, exact);
+    int bad = 0, loose = 0, off = 0;
+    double worst_ratio = 1e30;
+    for (size_t i = 0; i < n + 8; i++) {
+        if (i >= n) {
+            off += y[i] != -777.0f || b[i] != -777.0f;
+            continue;
+        }
+        double err = fabs((double)y[i] - exact[i]), mag = abs_dot(&P, r0 + i, &xq, 0);
+        if (!(fabs((double)y[i] - yr[i]) <= 1e-6 * mag + 1e-30 && fabs((double)b[i] - br[i]) <= 1e-6 * br[i]) && bad++ < 3)
+            fprintf(stderr, "  %s screen %s row %zu: y %.9g bound %.9g, reference %.9g %.9g\n", name, tn, r0 + i, y[i], b[i],
+                    yr[i], br[i]);
+        if (!(err <= b[i]) && loose++ < 3)
+            fprintf(stderr, "  %s screen %s row %zu: |y - exact| %.9g over the bound %.9g\n", name, tn, r0 + i, err, b[i]);
+        if (err / b[i] < worst_ratio) worst_ratio = err / b[i];
+    }
+    CHECK(bad == 0, "%s screen %s %zux%zu: %d rows differ from the reference", name, tn, rows, cols, bad);
+    CHECK(loose == 0, "%s screen %s %zux%zu%s: %d rows outside their bound", name, tn, rows, cols, worst ? " (worst case)" : "",
+          loose);
+    CHECK(off == 0, "%s screen %s: %d values written outside rows [%zu, %zu)", name, tn, off, r0, r1);
+    if (worst)
+        CHECK(worst_ratio >= 0.9, "%s screen %s %zux%zu: the worst case's error is only %.3f of the bound", name, tn, rows, cols,
+              worst_ratio);
+    xq_free(&xq);
+    free(x), free(y), free(b), free(yr), free(br), free(exact), free(eb), free(P.data), free(w);
+}
+
 int main(void) {
     static const size_t rows_list[] = {1, 16, 37, 70};
     for (size_t ci = 0; ci < N_CASES; ci++) {
@@ -746,6 +809,15 @@ int main(void) {
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
                 test_products8(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
                                true);
+        }
+        if (ops->screen) {
+            const pcase d16[] = {of_type(GM_Q8_0), of_type(GM_Q4_0), {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"}};
+            for (int ci = 0; ci < 3; ci++)
+                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+                    test_screen(ops, isas[ii], d16[ci], rows_list[ri], ri & 1 ? 96 : 1152, false);
+                    test_screen(ops, isas[ii], d16[ci], rows_list[ri], ri & 1 ? 96 : 1152, true);
+                }
+            printf("%s: screened product tested\n", isas[ii]);
         }
         for (size_t ci = 0; ci < N_CASES; ci++) {
             size_t blk = gm_dtype_get(cases[ci].t)->block;
