@@ -17,7 +17,9 @@ bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token
 model load, warm page cache (gemma.c: first_token_ms of `gemma bench --prompt-tokens 16 --gen-tokens 0`,
 i.e. load + session + prefill + arg-max, and the whole process's wall time; with --weight-cache DIR also
 with the packed weights mapped from DIR, written by one run before; llama.cpp: Llama() + eval + argmax).
---ttft-only measures only the time to first token; --fast also runs gemma.c with --precision fast.
+--ttft-only measures only the time to first token; --fast also runs gemma.c with --precision fast, and
+--full-logits with every logit exact at each step (gemma bench's greedy decode otherwise computes exactly only
+the largest: the screened vocabulary product, docs/DESIGN.md).
 
 The peer: llama-cpp-python from PyPI, built from source (--build-peer DIR builds it into a venv:
 CPU-only, AVX-512/VNNI/BF16/AVX-VNNI on, AMX off because its AMX path crashes on this machine, see
@@ -133,7 +135,8 @@ def throughput_table(rows, mmaps, bw, threads):
     lines.append("")
     lines.append("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
-        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ".")
+        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ". gemma.c's decode logits: " +
+        ("; ".join(f"{r['model']} t={r['threads']} {r['logits']}" for r in rows)) + ".")
     lines.append("")
     lines.append("Per-repetition values (tok/s), prefill | decode:")
     lines.append("")
@@ -146,17 +149,24 @@ def throughput_table(rows, mmaps, bw, threads):
     return lines
 
 
-def fast_table(rows):
-    lines = ["gemma.c with `--precision fast` (activations rounded as llama.cpp rounds them), same runs, against "
-             "llama.cpp's better load mode:", "",
-             "| model | threads | decode tok/s fast | decode ratio | prefill tok/s fast | prefill ratio |",
+# Extra gemma.c runs in every repetition: key, flags, what the table says of them.
+VARIANTS = {
+    "fast": (["--precision", "fast"], "gemma.c with `--precision fast` (activations rounded as llama.cpp rounds them)"),
+    "full": (["--full-logits"], "gemma.c with `--full-logits` (every logit computed exactly at each decode step, "
+                                "as before the screened vocabulary product)"),
+}
+
+
+def variant_table(rows, key):
+    lines = [f"{VARIANTS[key][1]}, same runs, against llama.cpp's better load mode:", "",
+             f"| model | threads | decode tok/s {key} | decode ratio | prefill tok/s {key} | prefill ratio |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['threads']} | {r['fast_tg']:.1f} | {r['fast_tg'] / r['peer_tg']:.2f}x | "
-                     f"{r['fast_pp']:.0f} | {r['fast_pp'] / r['peer_pp']:.2f}x |")
-    lines += ["", "Per-repetition values, fast (tok/s), prefill | decode:", ""]
+        lines.append(f"| {r['model']} | {r['threads']} | {r[key + '_tg']:.1f} | {r[key + '_tg'] / r['peer_tg']:.2f}x | "
+                     f"{r[key + '_pp']:.0f} | {r[key + '_pp'] / r['peer_pp']:.2f}x |")
+    lines += ["", f"Per-repetition values, {key} (tok/s), prefill | decode:", ""]
     for r in rows:
-        lines.append(f"- {r['model']} t={r['threads']}: {r['fast_pp_all']} | {r['fast_tg_all']}")
+        lines.append(f"- {r['model']} t={r['threads']}: {r[key + '_pp_all']} | {r[key + '_tg_all']}")
     lines.append("")
     return lines
 
@@ -196,7 +206,10 @@ def main():
     ap.add_argument("--ttft-only", action="store_true", help="only the time to first token")
     ap.add_argument("--fast", action="store_true",
                     help="also run gemma.c with --precision fast (llama.cpp's activation rounding) in every repetition")
+    ap.add_argument("--full-logits", action="store_true",
+                    help="also run gemma.c with --full-logits (every logit exact each step) in every repetition")
     a = ap.parse_args()
+    variants = [k for k in VARIANTS if getattr(a, {"fast": "fast", "full": "full_logits"}[k])]
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
     mmaps = [int(m) for m in a.peer_mmap.split(",")] if peer_py else []
@@ -219,19 +232,20 @@ def main():
     for model in a.model:
         name = os.path.basename(model)
         for t in threads:
-            ours, fast, peer = [], [], {m: [] for m in mmaps}
+            ours, extra, peer = [], {k: [] for k in variants}, {m: [] for m in mmaps}
             for rep in range(0 if a.ttft_only else a.reps):
                 cmd = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
                        "--gen-tokens", str(a.gen_tokens), "--json"]
                 ours.append(R.measure(cmd))
-                if a.fast:
-                    fast.append(R.measure(cmd + ["--precision", "fast"]))
+                for k in variants:
+                    extra[k].append(R.measure(cmd + VARIANTS[k][0]))
                 for m in mmaps:
                     peer[m].append(R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t),
                                               "--mmap", str(m), "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)]))
                 print(f"{name} t={t} rep {rep + 1}: ours pp {ours[-1]['prefill_tok_s']:.1f} tg "
                       f"{ours[-1]['decode_tok_s']:.2f}" +
-                      (f" | fast pp {fast[-1]['prefill_tok_s']:.1f} tg {fast[-1]['decode_tok_s']:.2f}" if fast else "") +
+                      "".join(f" | {k} pp {extra[k][-1]['prefill_tok_s']:.1f} tg {extra[k][-1]['decode_tok_s']:.2f}"
+                              for k in variants) +
                       "".join(
                           f" | peer mmap{m} pp {peer[m][-1]['prefill_tok_s']:.1f} tg {peer[m][-1]['decode_tok_s']:.2f}"
                           for m in mmaps), file=sys.stderr)
@@ -273,12 +287,16 @@ def main():
                 "ours_bytes": med([r.get("bytes_read_per_token") for r in ours]),
                 "ours_rss": med([r["peak_rss_mb"] for r in ours]),
                 "kernels": ours[0].get("kernels", ""),
+                "logits": (f"top {ours[0]['logits_top']} exact, {med([r['screen_exact_rows_per_step'] for r in ours]):.0f} "
+                           "rows per step recomputed exactly" if ours[0].get("screened_steps") else "all exact"),
                 "ours_pp_all": [round(r["prefill_tok_s"], 1) for r in ours],
                 "ours_tg_all": [round(r["decode_tok_s"], 2) for r in ours],
-                "fast_pp": med([r["prefill_tok_s"] for r in fast]), "fast_tg": med([r["decode_tok_s"] for r in fast]),
-                "fast_pp_all": [round(r["prefill_tok_s"], 1) for r in fast],
-                "fast_tg_all": [round(r["decode_tok_s"], 2) for r in fast],
             })
+            for k in variants:
+                row.update({f"{k}_pp": med([r["prefill_tok_s"] for r in extra[k]]),
+                            f"{k}_tg": med([r["decode_tok_s"] for r in extra[k]]),
+                            f"{k}_pp_all": [round(r["prefill_tok_s"], 1) for r in extra[k]],
+                            f"{k}_tg_all": [round(r["decode_tok_s"], 2) for r in extra[k]]})
             for m in mmaps:
                 row[f"peer{m}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
                 row[f"peer{m}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
@@ -296,8 +314,8 @@ def main():
     lines.append("")
     if not a.ttft_only:
         lines += throughput_table(rows, mmaps, bw, threads)
-        if a.fast:
-            lines += fast_table(rows)
+        for k in variants:
+            lines += variant_table(rows, k)
     lines.append(f"Time to first token, {a.ttft_tokens}-token prompt, model load included, warm page cache (ms, "
                  "medians; in parentheses the whole process's wall time):")
     lines.append("")
