@@ -84,6 +84,37 @@ static void print_cell(const shape *shapes, int si, double bytes, double best) {
                (double)shapes[si].rows / best);
 }
 
+/* One row: the screened product (gm_packed_screen) on both shapes, x's int8 term and the block errors
+ * included, GB/s of GGUF bytes as the packed rows; no matmul. */
+static void bench_screen(const gm_packed_ops *pops, const char *pname, const shape *shapes, const gm_packed *P,
+                         const float *x, const size_t *rb, float *y, double min_time, const char *label) {
+    gm_xq xq = {0};
+    xq.b8 = aligned_alloc(64, 3 * 1152), xq.e8 = malloc(36 * 4), xq.s8 = malloc(3 * 36 * 4);
+    float *eb = malloc(36 * sizeof *eb), *bound = malloc(262144 * sizeof *bound);
+    printf("%-6s %-7s", pname, label);
+    for (int si = 0; si < 2; si++) {
+        if (!P[si].data) {
+            print_cell(shapes, si, 0, -1);
+            continue;
+        }
+        double best = 1e30, start = gm_now_seconds();
+        int runs = 0;
+        do {
+            double t0 = gm_now_seconds();
+            pops->quantize_x8(x, shapes[si].cols, 1, shapes[si].cols, &xq);
+            gm_packed_screen_errors(&P[si], x, &xq, eb);
+            pops->screen(&P[si], 0, shapes[si].rows, &xq, eb, y, bound);
+            double dt = gm_now_seconds() - t0;
+            if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
+            runs++;
+        } while (gm_now_seconds() - start < min_time || runs < 2);
+        print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, best);
+    }
+    printf(" | %8s\n", "-");
+    fflush(stdout);
+    free(xq.b8), free(xq.e8), free(xq.s8), free(eb), free(bound);
+}
+
 /* GB/s of GGUF bytes that fn packs, best of runs lasting min_time in all. */
 static double pack_rate(void (*fn)(gm_packed *, const void *, size_t, size_t, size_t), gm_packed *P, const uint8_t *w,
                         size_t rb, double min_time) {
@@ -255,6 +286,8 @@ int main(int argc, char **argv) {
                 } while (gm_now_seconds() - start < min_time || runs < 2);
                 printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
                 fflush(stdout);
+                if (pops->screen && P[1].kind == GM_PK_D16) /* the screened product of greedy decoding, its inputs included */
+                    bench_screen(pops, pname, shapes, P, x, rb, y, min_time, ii == 1 ? "avx2S" : "screen");
             }
             free(xq.q);
             free(xq.q2);
