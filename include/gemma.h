@@ -246,8 +246,9 @@ typedef struct gm_generate_options {
     void *user;
     const volatile int *interrupt;      /* e.g. set from a SIGINT handler */
     int logits_top;                     /* > 0: pick reads only the logits_top largest logits (greedy: 1,
-                                         * top-k: k; gm_sampler_logits_top), so only those are computed
-                                         * exactly (gm_session_forward_top); 0: every logit exact */
+                                         * top-k: k; gm_sampler_logits_top; count in any ids your pick
+                                         * refuses), so only those are computed exactly
+                                         * (gm_session_forward_top); 0: every logit exact */
 } gm_generate_options;
 
 typedef struct gm_generate_result {

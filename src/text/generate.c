@@ -81,7 +81,7 @@ gm_status gm_generate(gm_session *s, const int32_t *prompt, size_t n_prompt, con
     }
     /* the rows forced to -inf below are not picked, so the screen keeps that many more exact */
     int n_tok = tok ? gm_tokenizer_vocab_size(tok) : V, forbidden = (V > GEMMA3_END_OF_IMAGE ? 2 : 0) + (n_tok < V ? V - n_tok : 0);
-    int top = opt.logits_top > 0 ? opt.logits_top + forbidden : 0;
+    int top = opt.logits_top > 0 && opt.logits_top <= V ? opt.logits_top + forbidden : 0; /* beyond 1024: all exact */
     double t0 = gm_now_seconds();
     gm_status status = gm_session_forward_top(s, prompt, n_prompt, top, logits);
     r.prefill_seconds = gm_now_seconds() - t0;

@@ -2,7 +2,7 @@
  * whose vocabulary matrix is Q8_0: at the prompt's last position and at every one of 16 greedy steps,
  * for top 1, 3 and 64, on 1 device (1 and 2 threads), 2 and 3 fsdp devices, 2 tp and 2 replicated:
  *  - every logit at or above the top-th largest exact one is bit for bit the exact one;
- *  - every other value is below it;
+ *  - every other value is below it (4 steps and 3 of the meshes under the sanitizers);
  * so greedy and top-k sampling read exactly what the whole product gives. Where the chosen kernels
  * screen (AVX2), the screen must have run at every step, and recomputed exactly fewer than 1 % of the
  * rows per step for top 1 and 10 % for the others (else it would cost more than it saves). */
@@ -14,18 +14,16 @@
 #include "kernels/packed.h"
 #include "test_util.h"
 
-#define STEPS 16
+static int n_steps = 16; /* 4 under the sanitizers (GM_SANITIZED), where decode is ~5x slower */
 
 static int cmp_desc(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* the promise of gm_session_forward_top for `top`; returns the number of rows that break it */
-static int check_top(const float *exact, const float *got, int V, int top, float *sorted, const char *what, int step) {
-    memcpy(sorted, exact, (size_t)V * sizeof *sorted);
-    qsort(sorted, (size_t)V, sizeof *sorted, cmp_desc);
-    float kth = sorted[top - 1];
+/* the promise of gm_session_forward_top for `top` (kth: the top-th largest exact logit); returns the number
+ * of rows that break it */
+static int check_top(const float *exact, const float *got, int V, int top, float kth, const char *what, int step) {
     int bad = 0;
     for (int i = 0; i < V; i++) {
         bool ok = exact[i] >= kth ? memcmp(&exact[i], &got[i], sizeof(float)) == 0 : got[i] < kth;
@@ -61,16 +59,18 @@ static void run(const char *path, int devices, gm_sharding rule, int threads, co
     int bad = 0;
     uint64_t steps[3] = {0, 0, 0}, rows[3] = {0, 0, 0};
     int32_t tok = -1;
-    for (int step = 0; step <= STEPS && st == GM_OK; step++) {
+    for (int step = 0; step <= n_steps && st == GM_OK; step++) {
         const int32_t *in = step ? &tok : prompt;
         size_t n = step ? 1 : sizeof prompt / sizeof prompt[0];
         st = gm_session_forward(full, in, n, exact, NULL);
+        memcpy(sorted, exact, (size_t)V * sizeof *sorted);
+        qsort(sorted, (size_t)V, sizeof *sorted, cmp_desc);
         for (int k = 0; k < 3 && st == GM_OK; k++) {
             gm_screen_counters before = gm_model_screen_counters(m);
             st = gm_session_forward_top(screened[k], in, n, tops[k], got);
             gm_screen_counters after = gm_model_screen_counters(m);
             steps[k] += after.steps - before.steps, rows[k] += after.exact_rows - before.exact_rows;
-            if (st == GM_OK) bad += check_top(exact, got, V, tops[k], sorted, what, step);
+            if (st == GM_OK) bad += check_top(exact, got, V, tops[k], sorted[tops[k] - 1], what, step);
         }
         tok = 0;
         for (int i = 1; i < V; i++) tok = exact[i] > exact[tok] ? i : tok;
@@ -80,8 +80,8 @@ static void run(const char *path, int devices, gm_sharding rule, int threads, co
     /* tp splits the vocabulary matrix by columns: no screen there, every logit exact */
     for (int k = 0; k < 3 && gm_packed_can_screen(GM_PK_D16) && rule != GM_SHARDING_TP; k++) {
         double per = steps[k] ? (double)rows[k] / (double)steps[k] : 0;
-        CHECK(steps[k] == STEPS + 1, "%s top %d: %llu screened products, expected %d", what, tops[k],
-              (unsigned long long)steps[k], STEPS + 1);
+        CHECK(steps[k] == (uint64_t)n_steps + 1, "%s top %d: %llu screened products, expected %d", what, tops[k],
+              (unsigned long long)steps[k], n_steps + 1);
         CHECK(per < V / (tops[k] == 1 ? 100 : 10), "%s top %d: %.0f rows recomputed exactly per step", what, tops[k], per);
         printf("%s, top %d: %.0f of %d rows recomputed exactly per step\n", what, tops[k], per, V);
     }
@@ -94,12 +94,16 @@ static void run(const char *path, int devices, gm_sharding rule, int threads, co
 int main(void) {
     const char *path = gm_test_model_path();
     if (!path) return 77;
+    bool sanitized = getenv("GM_SANITIZED") != NULL;
+    if (sanitized) n_steps = 4;
     run(path, 1, GM_SHARDING_REPLICATED, 1, "1 device");
-    run(path, 1, GM_SHARDING_REPLICATED, 2, "1 device, 2 threads");
-    run(path, 2, GM_SHARDING_FSDP, 1, "2 devices fsdp");
     run(path, 3, GM_SHARDING_FSDP, 2, "3 devices fsdp, 2 threads");
     run(path, 2, GM_SHARDING_TP, 1, "2 devices tp");
-    run(path, 2, GM_SHARDING_REPLICATED, 1, "2 devices replicated");
+    if (!sanitized) {
+        run(path, 1, GM_SHARDING_REPLICATED, 2, "1 device, 2 threads");
+        run(path, 2, GM_SHARDING_FSDP, 1, "2 devices fsdp");
+        run(path, 2, GM_SHARDING_REPLICATED, 1, "2 devices replicated");
+    }
     /* bad arguments */
     CHECK(gm_session_forward_top(NULL, NULL, 1, 1, NULL) == GM_ERR_ARG, "NULL session");
     return gm_test_finish();
