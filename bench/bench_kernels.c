@@ -84,8 +84,48 @@ static void print_cell(const shape *shapes, int si, double bytes, double best) {
                (double)shapes[si].rows / best);
 }
 
-/* One row: the screened product (gm_packed_screen) on both shapes, x's int8 term and the block errors
- * included, GB/s of GGUF bytes as the packed rows; no matmul. */
+/* One input's product on the packed rows of P as decode runs it: the input prepared, then the matvec, or
+ * (screen) the screened product with x's int8 term and the block errors. */
+typedef struct packed_run {
+    const gm_packed_ops *ops;
+    const gm_packed *P;
+    gm_dtype t;
+    const float *x;
+    gm_xq *xq;
+    float *y, *eb, *bound; /* eb, bound: the screen's */
+    bool screen;
+} packed_run;
+
+static void packed_run_once(const packed_run *r) {
+    size_t rows = r->P->rows, cols = r->P->cols;
+    if (r->screen) {
+        r->ops->quantize_x8(r->x, cols, 1, cols, r->xq);
+        gm_packed_screen_errors(r->P, r->x, r->xq, r->eb);
+        r->ops->screen(r->P, 0, rows, r->xq, r->eb, r->y, r->bound);
+        return;
+    }
+    if (r->t == GM_BF16) gm_prepare_x_bf16(r->x, cols, 1, cols, false, r->xq);
+    else r->ops->quantize_x(r->x, cols, 1, cols, r->xq);
+    r->ops->matvec(r->P, 0, rows, r->xq, r->y);
+}
+
+/* The best time of runs lasting min_time in all (at least 2); unless first_counts, a first run under 50 ms
+ * is left out (it warms the pages of a small matrix). */
+static double packed_best(const packed_run *r, bool first_counts, double min_time) {
+    double best = 1e30, start = gm_now_seconds();
+    int runs = 0;
+    do {
+        double t0 = gm_now_seconds();
+        packed_run_once(r);
+        double dt = gm_now_seconds() - t0;
+        if (runs > 0 || first_counts || dt > 0.05) best = dt < best ? dt : best;
+        runs++;
+    } while (gm_now_seconds() - start < min_time || runs < 2);
+    return best;
+}
+
+/* One row: the screened product (gm_packed_screen) on both shapes, GB/s of GGUF bytes as the packed rows;
+ * no matmul. */
 static void bench_screen(const gm_packed_ops *pops, const char *pname, const shape *shapes, const gm_packed *P,
                          const float *x, const size_t *rb, float *y, double min_time, const char *label) {
     gm_xq xq = {0};
@@ -97,18 +137,8 @@ static void bench_screen(const gm_packed_ops *pops, const char *pname, const sha
             print_cell(shapes, si, 0, -1);
             continue;
         }
-        double best = 1e30, start = gm_now_seconds();
-        int runs = 0;
-        do {
-            double t0 = gm_now_seconds();
-            pops->quantize_x8(x, shapes[si].cols, 1, shapes[si].cols, &xq);
-            gm_packed_screen_errors(&P[si], x, &xq, eb);
-            pops->screen(&P[si], 0, shapes[si].rows, &xq, eb, y, bound);
-            double dt = gm_now_seconds() - t0;
-            if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
-            runs++;
-        } while (gm_now_seconds() - start < min_time || runs < 2);
-        print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, best);
+        packed_run r = {pops, &P[si], P[si].from, x, &xq, y, eb, bound, true};
+        print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, packed_best(&r, si == 1, min_time));
     }
     printf(" | %8s\n", "-");
     fflush(stdout);
@@ -257,18 +287,8 @@ int main(int argc, char **argv) {
                         print_cell(shapes, si, 0, -1);
                         continue;
                     }
-                    double best = 1e30, start = gm_now_seconds();
-                    int runs = 0;
-                    do {
-                        double t0 = gm_now_seconds();
-                        if (t == GM_BF16) gm_prepare_x_bf16(x, shapes[si].cols, 1, shapes[si].cols, false, &xq);
-                        else pops->quantize_x(x, shapes[si].cols, 1, shapes[si].cols, &xq);
-                        pops->matvec(&P[si], 0, shapes[si].rows, &xq, y);
-                        double dt = gm_now_seconds() - t0;
-                        if (runs > 0 || si == 1 || dt > 0.05) best = dt < best ? dt : best;
-                        runs++;
-                    } while (gm_now_seconds() - start < min_time || runs < 2);
-                    print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, best);
+                    packed_run r = {pops, &P[si], t, x, &xq, y, NULL, NULL, false};
+                    print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, packed_best(&r, si == 1, min_time));
                 }
                 double best = 1e30, start = gm_now_seconds();
                 int runs = 0;

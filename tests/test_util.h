@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemma.h"
+
 static int gm_test_passed, gm_test_failed;
 
 #define CHECK(cond, ...)                                                                           \
@@ -38,6 +40,21 @@ static inline const char *gm_test_model_path(void) {
         exit(1);
     }
     return NULL;
+}
+
+/* `path` on `devices` in-process devices (no MPI) under `rule`, `threads` each, a cache of cache_length;
+ * NULL, the error printed, when the load fails. */
+static inline gm_model *gm_test_load_mesh(const char *path, int devices, gm_sharding rule, int threads, int cache_length) {
+    gm_load_options o;
+    gm_load_options_default(&o);
+    o.devices = devices;
+    o.sharding = rule;
+    o.threads_per_device = threads;
+    o.cache_length = cache_length;
+    o.use_mpi = false;
+    gm_model *m = NULL;
+    if (gm_model_load(path, &o, &m) != GM_OK) fprintf(stderr, "load %s: %s\n", path, gm_last_error());
+    return m;
 }
 
 static inline const char *gm_test_fixture(const char *name, char *buf, size_t n) {

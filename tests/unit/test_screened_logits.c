@@ -35,16 +35,9 @@ static int check_top(const float *exact, const float *got, int V, int top, float
 }
 
 static void run(const char *path, int devices, gm_sharding rule, int threads, const char *what) {
-    gm_load_options o;
-    gm_load_options_default(&o);
-    o.devices = devices;
-    o.sharding = rule;
-    o.threads_per_device = threads;
-    o.cache_length = 128;
-    o.use_mpi = false;
-    gm_model *m;
-    if (gm_model_load(path, &o, &m) != GM_OK) {
-        CHECK(0, "%s: load: %s", what, gm_last_error());
+    gm_model *m = gm_test_load_mesh(path, devices, rule, threads, 128);
+    if (!m) {
+        CHECK(0, "%s: the model did not load", what);
         return;
     }
     const int V = gm_model_config(m)->vocab_size;

@@ -10,18 +10,8 @@
 
 static int run(const char *path, int devices, gm_sharding rule, int threads, const int32_t *prompt, size_t n, float *logits,
                int32_t *gen) {
-    gm_load_options o;
-    gm_load_options_default(&o);
-    o.devices = devices;
-    o.sharding = rule;
-    o.threads_per_device = threads;
-    o.cache_length = 256;
-    o.use_mpi = false;
-    gm_model *m;
-    if (gm_model_load(path, &o, &m) != GM_OK) {
-        fprintf(stderr, "load: %s\n", gm_last_error());
-        return -1;
-    }
+    gm_model *m = gm_test_load_mesh(path, devices, rule, threads, 256);
+    if (!m) return -1;
     gm_session *s;
     int V = gm_model_config(m)->vocab_size;
     float *tmp = malloc((size_t)V * sizeof *tmp);
