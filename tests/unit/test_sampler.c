@@ -316,7 +316,24 @@ static void test_temperature_zero_and_keys(const float *l1000) {
     gm_sampler_free(s);
 }
 
+/* How many of the largest logits each method reads (what the screened vocabulary product keeps exact):
+ * argmax reads one, top-k k, random and top-p the whole softmax. */
+static void test_logits_top(void) {
+    gm_sampler_config c = gm_sampler_config_default();
+    CHECK(gm_sampler_logits_top(&c) == 1, "greedy reads the largest logit only");
+    c.method = GM_SAMPLE_TOP_K, c.top_k = 40, c.temperature = 0.7f;
+    CHECK(gm_sampler_logits_top(&c) == 40, "top-k 40 reads 40 logits, not %d", gm_sampler_logits_top(&c));
+    c.temperature = 0.0f;
+    CHECK(gm_sampler_logits_top(&c) == 1, "temperature 0 is greedy whatever the method");
+    c.temperature = 1.0f, c.method = GM_SAMPLE_RANDOM;
+    CHECK(gm_sampler_logits_top(&c) == 0, "random sampling reads every logit");
+    c.method = GM_SAMPLE_TOP_P;
+    CHECK(gm_sampler_logits_top(&c) == 0, "top-p reads every logit");
+    CHECK(gm_sampler_logits_top(NULL) == 0, "NULL config: every logit");
+}
+
 int main(void) {
+    test_logits_top();
     cJSON *root = gm_test_load_json("sampler_jax.json");
     size_t n1000;
     float *l1000 = gm_test_json_floats(cJSON_GetObjectItem(root, "l1000_bits"), &n1000);
