@@ -149,16 +149,17 @@ def throughput_table(rows, mmaps, bw, threads):
     return lines
 
 
-# Extra gemma.c runs in every repetition: key, flags, what the table says of them.
+# Extra gemma.c runs in every repetition: key, the option that asks for it, gemma's flags, what the table says.
 VARIANTS = {
-    "fast": (["--precision", "fast"], "gemma.c with `--precision fast` (activations rounded as llama.cpp rounds them)"),
-    "full": (["--full-logits"], "gemma.c with `--full-logits` (every logit computed exactly at each decode step, "
-                                "as before the screened vocabulary product)"),
+    "fast": ("fast", ["--precision", "fast"],
+             "gemma.c with `--precision fast` (activations rounded as llama.cpp rounds them)"),
+    "full": ("full_logits", ["--full-logits"], "gemma.c with `--full-logits` (every logit computed exactly at each "
+                                               "decode step, as before the screened vocabulary product)"),
 }
 
 
 def variant_table(rows, key):
-    lines = [f"{VARIANTS[key][1]}, same runs, against llama.cpp's better load mode:", "",
+    lines = [f"{VARIANTS[key][2]}, same runs, against llama.cpp's better load mode:", "",
              f"| model | threads | decode tok/s {key} | decode ratio | prefill tok/s {key} | prefill ratio |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -209,7 +210,7 @@ def main():
     ap.add_argument("--full-logits", action="store_true",
                     help="also run gemma.c with --full-logits (every logit exact each step) in every repetition")
     a = ap.parse_args()
-    variants = [k for k in VARIANTS if getattr(a, {"fast": "fast", "full": "full_logits"}[k])]
+    variants = [k for k, v in VARIANTS.items() if getattr(a, v[0])]
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
     mmaps = [int(m) for m in a.peer_mmap.split(",")] if peer_py else []
@@ -238,7 +239,7 @@ def main():
                        "--gen-tokens", str(a.gen_tokens), "--json"]
                 ours.append(R.measure(cmd))
                 for k in variants:
-                    extra[k].append(R.measure(cmd + VARIANTS[k][0]))
+                    extra[k].append(R.measure(cmd + VARIANTS[k][1]))
                 for m in mmaps:
                     peer[m].append(R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t),
                                               "--mmap", str(m), "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)]))

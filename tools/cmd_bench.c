@@ -168,6 +168,8 @@ int cmd_bench(int argc, char **argv) {
     else {
         double prefill_tps = (double)P / best_prefill, decode_tps = G ? (double)G / best_decode : 0;
         double rss_mb = (double)ru.ru_maxrss / 1024.0;
+        gm_screen_counters sc = gm_model_screen_counters(m);
+        double exact_rows_per_step = sc.steps ? (double)sc.exact_rows / (double)sc.steps : 0;
         /* weights: a replicated model's devices each compute a share of every matrix's rows */
         double wbytes = (double)gm_model_weight_bytes(m), kvb = 0;
         int ndev = gm_model_devices(m) / gm_model_ranks(m);
@@ -203,10 +205,9 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddStringToObject(o, "kernels", cli_kernels_desc());
             cJSON_AddStringToObject(o, "precision", mf.load.precision == GM_PRECISION_FAST ? "fast" : "exact");
             /* logits computed exactly per step: "all", or the top N with the rest screened */
-            gm_screen_counters sc = gm_model_screen_counters(m);
             cJSON_AddNumberToObject(o, "logits_top", top);
             cJSON_AddNumberToObject(o, "screened_steps", (double)sc.steps);
-            cJSON_AddNumberToObject(o, "screen_exact_rows_per_step", sc.steps ? (double)sc.exact_rows / (double)sc.steps : 0);
+            cJSON_AddNumberToObject(o, "screen_exact_rows_per_step", exact_rows_per_step);
             cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
             cJSON_AddStringToObject(o, "wait", gm_model_wait(m) == GM_WAIT_YIELD ? "yield" : "spin");
             cJSON *so = cJSON_AddObjectToObject(o, "sampling");
@@ -250,10 +251,9 @@ int cmd_bench(int argc, char **argv) {
                         (long long)sp.cfg.seed);
             printf("comm         %.0f bytes per decoded token (ring-equivalent, per device), %.3f ms of it in collectives\n",
                    comm_per_tok, comm_s_per_tok * 1000);
-            gm_screen_counters sc = gm_model_screen_counters(m);
             if (sc.steps)
                 printf("logits       top %d exact, the rest screened: %.0f of %d rows recomputed exactly per step\n", top,
-                       (double)sc.exact_rows / (double)sc.steps, V);
+                       exact_rows_per_step, V);
             else printf("logits       all exact%s\n", top ? " (no screened product on these kernels or weights)" : "");
         }
     }
