@@ -1,5 +1,5 @@
-/* AVX2 versions of rmsnorm, geglu, the attention rows and argmax (ops.h), for CPUs without AVX-512;
- * the sampler's exp sums stay on the reference (once per sampled token, not in the forward pass). */
+/* AVX2 versions of rmsnorm, geglu, the attention rows, argmax and the sampler's exp sums (ops.h), for CPUs
+ * without AVX-512. */
 #include <math.h>
 
 #include "kernels/kernels_internal.h"
@@ -194,4 +194,82 @@ static size_t argmax_avx2(const float *x, size_t n) {
     return i < n ? i : 0;
 }
 
-const gm_vec_ops gm_vec_avx2 = {rmsnorm_avx2, geglu_avx2, attention_rows_avx2, argmax_avx2, gm_exp_sums_f32_ref};
+/* 2^k for integer-valued k in [-1076, 0] as the product of two normal powers (no vscalefpd on AVX2), so
+ * that subnormal results come out right and the smallest ones round to 0 */
+GM_AI __m256d pow2_4d(__m256d k) {
+    __m128i ki = _mm256_cvtpd_epi32(k), k1 = _mm_srai_epi32(ki, 1), k2 = _mm_sub_epi32(ki, k1);
+    const __m256i bias = _mm256_set1_epi64x(1023);
+    __m256d a = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(k1), bias), 52));
+    __m256d b = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(k2), bias), 52));
+    return _mm256_mul_pd(a, b);
+}
+
+/* e^y in f64 for y <= 0 to about 1 ulp, as ops_avx512.c's exp8_nonpositive: y = k ln2 + r with |r| <= ln2/2
+ * (ln2 in two parts, fdlibm's), e^r by its Taylor polynomial of degree 12, 0 below -746 (-inf too). The
+ * polynomial in Estrin's form: a Horner chain of 12 dependent FMAs made the loop wait on their latency. */
+GM_AI __m256d exp4d_nonpositive(__m256d y) {
+#define C(k) _mm256_set1_pd(1.0 / (k))
+    y = _mm256_max_pd(y, _mm256_set1_pd(-746.0));
+    __m256d k = _mm256_round_pd(_mm256_mul_pd(y, _mm256_set1_pd(1.4426950408889634)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93147180369123816490e-01), y);
+    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.90821492927058770002e-10), r);
+    __m256d r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2), r8 = _mm256_mul_pd(r4, r4);
+    /* c_i = 1 / i!: pairs c_i + c_{i+1} r, then pairs of pairs by r^2, r^4, r^8 */
+    __m256d p01 = _mm256_fmadd_pd(r, C(1.0), _mm256_set1_pd(1.0)), p23 = _mm256_fmadd_pd(r, C(6.0), C(2.0));
+    __m256d p45 = _mm256_fmadd_pd(r, C(120.0), C(24.0)), p67 = _mm256_fmadd_pd(r, C(5040.0), C(720.0));
+    __m256d p89 = _mm256_fmadd_pd(r, C(362880.0), C(40320.0)), p1011 = _mm256_fmadd_pd(r, C(39916800.0), C(3628800.0));
+    __m256d p03 = _mm256_fmadd_pd(r2, p23, p01), p47 = _mm256_fmadd_pd(r2, p67, p45);
+    __m256d p811 = _mm256_fmadd_pd(r2, p1011, p89), p812 = _mm256_fmadd_pd(r4, C(479001600.0), p811);
+    __m256d p = _mm256_fmadd_pd(r8, p812, _mm256_fmadd_pd(r4, p47, p03));
+    return _mm256_mul_pd(p, pow2_4d(k));
+#undef C
+}
+
+/* Four values at a time in f64; all GM_EXP_SUMS_MAX bands every time (unused floors +inf), and the tail
+ * padded with -inf, which adds 0. */
+static void exp_sums_avx2(const float *x, size_t n, float max, const float *floors, int nf, double *sums) {
+    if (nf > GM_EXP_SUMS_MAX) { /* outside the contract: the reference takes any count */
+        gm_exp_sums_f32_ref(x, n, max, floors, nf, sums);
+        return;
+    }
+    __m256d fl[GM_EXP_SUMS_MAX], band[GM_EXP_SUMS_MAX], all0 = _mm256_setzero_pd(), all1 = all0;
+    __m256 flf[GM_EXP_SUMS_MAX];
+    for (int j = 0; j < GM_EXP_SUMS_MAX; j++) {
+        flf[j] = _mm256_set1_ps(j < nf ? floors[j] : INFINITY);
+        fl[j] = _mm256_set1_pd(j < nf ? (double)floors[j] : INFINITY);
+        band[j] = _mm256_setzero_pd();
+    }
+    __m256d mx = _mm256_set1_pd((double)max);
+    for (size_t i = 0; i < n; i += 8) {
+        __m256 v;
+        if (n - i >= 8) {
+            v = _mm256_loadu_ps(x + i);
+        } else {
+            float t[8];
+            for (size_t j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] : -INFINITY;
+            v = _mm256_loadu_ps(t);
+        }
+        __m256d x0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), x1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        __m256d e0 = exp4d_nonpositive(_mm256_sub_pd(x0, mx)), e1 = exp4d_nonpositive(_mm256_sub_pd(x1, mx));
+        all0 = _mm256_add_pd(all0, e0);
+        all1 = _mm256_add_pd(all1, e1);
+        /* a band that holds none of the 8 values is skipped, one that holds all adds their sum */
+        __m256d both = _mm256_add_pd(e0, e1);
+        for (int j = 0; j < GM_EXP_SUMS_MAX; j++) {
+            int in = _mm256_movemask_ps(_mm256_cmp_ps(v, flf[j], _CMP_GE_OQ));
+            if (in == 0) continue;
+            if (in == 0xff) {
+                band[j] = _mm256_add_pd(band[j], both);
+                continue;
+            }
+            __m256d in0 = _mm256_and_pd(_mm256_cmp_pd(x0, fl[j], _CMP_GE_OQ), e0);
+            __m256d in1 = _mm256_and_pd(_mm256_cmp_pd(x1, fl[j], _CMP_GE_OQ), e1);
+            band[j] = _mm256_add_pd(band[j], _mm256_add_pd(in0, in1));
+        }
+    }
+    for (int j = 0; j < nf; j++) sums[j] = hsum4d(band[j]);
+    sums[nf] = hsum4d(_mm256_add_pd(all0, all1));
+}
+
+const gm_vec_ops gm_vec_avx2 = {rmsnorm_avx2, geglu_avx2, attention_rows_avx2, argmax_avx2, exp_sums_avx2};
