@@ -226,8 +226,8 @@ GM_AI __m256d exp4d_nonpositive(__m256d y) {
 #undef C
 }
 
-/* Four values at a time in f64; all GM_EXP_SUMS_MAX bands every time (unused floors +inf), and the tail
- * padded with -inf, which adds 0. */
+/* Eight values a step, in two f64 vectors; GM_EXP_SUMS_MAX bands (unused floors +inf, so they take
+ * nothing), and the tail padded with -inf, which adds 0. */
 static void exp_sums_avx2(const float *x, size_t n, float max, const float *floors, int nf, double *sums) {
     if (nf > GM_EXP_SUMS_MAX) { /* outside the contract: the reference takes any count */
         gm_exp_sums_f32_ref(x, n, max, floors, nf, sums);

@@ -175,7 +175,8 @@ typedef struct mm_task {
     size_t ldy;
     float *bound;     /* non-NULL: the screened product (T = 1), bound[r - r0] beside Y (vocab_screen.h) */
     const float *eb;  /* its per-block errors (gm_packed_screen_errors) */
-    const double *tau;      /* non-NULL (with bound): instead, the screen's exact pass over the panels reaching *tau */
+    const double *tau;      /* non-NULL (with bound): the screen's exact pass instead, over the panels
+                             * holding a row whose upper bound reaches *tau (gm_screen_recompute) */
     _Atomic size_t *exact;  /* rows that pass recomputed */
 } mm_task;
 
@@ -226,7 +227,8 @@ static void mm_chunk(void *ctx, int c, int slot) {
         if (b <= a) return;
         float *Y = tk->Y + (a - tk->r0);
         if (tk->bound && tk->tau) {
-            atomic_fetch_add(tk->exact, gm_screen_recompute(&m->packed, a, b, &tk->xq, Y, tk->bound + (a - tk->r0), *tk->tau));
+            size_t done = gm_screen_recompute(&m->packed, a, b, &tk->xq, Y, tk->bound + (a - tk->r0), *tk->tau);
+            atomic_fetch_add(tk->exact, done);
             return;
         }
         if (tk->bound) {
