@@ -673,8 +673,7 @@ static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *lo
         /* the exact pass on the device's threads too: top-k's 64 reach ~7400 rows (~1 ms on one thread) */
         _Atomic size_t exact = 0;
         tk.tau = &tau, tk.exact = &exact;
-        if (gm_pool_size(d->pool) > 1) run_tasks(d, &tk, 1, 1);
-        else exact = gm_screen_recompute(&E->packed, tk.r0, tk.r1, &tk.xq, tk.Y, tk.bound, tau);
+        run_tasks(d, &tk, 1, 1);
         d->screen_exact_rows += exact;
         d->screen_steps++;
     }
