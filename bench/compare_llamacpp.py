@@ -5,6 +5,7 @@ For every (model, threads): R repetitions, each running, one after the other,
   gemma.c      `gemma bench -m M --threads T --prompt-tokens P --gen-tokens G --json`
   llama.cpp    bench/peer_llamacpp.py through llama-cpp-python, weights read into memory (mmap 0)
   llama.cpp    the same with mmap'd weights (mmap 1)          (its best load mode counts)
+  (with --peer-flash-attn 0,1 each load mode also with llama.cpp's flash attention: its best mode counts)
 as separate processes. Before each run the script waits until the machine is idle (other processes
 below --idle-cores of CPU over 1 s); each run is checked afterwards: CPU time used by processes other
 than the measured one, from /proc/stat minus the child's own rusage, divided by the run's wall time,
@@ -117,15 +118,30 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def throughput_table(rows, mmaps, bw, threads):
+def peer_key(mode):
+    """(mmap, flash_attn) -> the row keys' tag: "0" / "1" as before flash attention was a choice, "0fa" / "1fa" """
+    return f"{mode[0]}" + ("fa" if mode[1] else "")
+
+
+def peer_label(mode):
+    return ("mmap" if mode[0] else "read") + (" + FA" if mode[1] else "")
+
+
+def peer_cmd(peer_py, model, t, mode, extra):
+    return [peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t), "--mmap", str(mode[0]),
+            "--flash-attn", str(mode[1])] + extra
+
+
+def throughput_table(rows, modes, bw, threads):
+    names = " / ".join(peer_label(m) for m in modes)
     lines = []
-    lines.append("| model | threads | decode tok/s gemma.c | decode llama.cpp (read / mmap) | decode ratio | "
-                 "prefill tok/s gemma.c | prefill llama.cpp (read / mmap) | prefill ratio | bytes/token | "
+    lines.append(f"| model | threads | decode tok/s gemma.c | decode llama.cpp ({names}) | decode ratio | "
+                 f"prefill tok/s gemma.c | prefill llama.cpp ({names}) | prefill ratio | bytes/token | "
                  "decode GB/s | % of read BW |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        pm = " / ".join(f"{r.get(f'peer{m}_tg', float('nan')):.1f}" for m in mmaps)
-        pp = " / ".join(f"{r.get(f'peer{m}_pp', float('nan')):.0f}" for m in mmaps)
+        pm = " / ".join(f"{r.get(f'peer{peer_key(m)}_tg', float('nan')):.1f}" for m in modes)
+        pp = " / ".join(f"{r.get(f'peer{peer_key(m)}_pp', float('nan')):.0f}" for m in modes)
         gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
         eff = 100 * gbs / bw[r["threads"]]["median"]
         lines.append(
@@ -142,8 +158,9 @@ def throughput_table(rows, mmaps, bw, threads):
     lines.append("")
     for r in rows:
         s = f"- {r['model']} t={r['threads']}: gemma.c {r['ours_pp_all']} | {r['ours_tg_all']}"
-        for m in mmaps:
-            s += f"; llama.cpp mmap={m} {r[f'peer{m}_pp_all']} | {r[f'peer{m}_tg_all']}"
+        for m in modes:
+            k = peer_key(m)
+            s += f"; llama.cpp mmap={m[0]}{' fa=1' if m[1] else ''} {r[f'peer{k}_pp_all']} | {r[f'peer{k}_tg_all']}"
         lines.append(s)
     lines.append("")
     return lines
@@ -202,6 +219,9 @@ def main():
     ap.add_argument("--idle-timeout", type=float, default=120)
     ap.add_argument("--retries", type=int, default=3)
     ap.add_argument("--peer-mmap", default="0,1", help="llama.cpp load modes to run (0 = read, 1 = mmap)")
+    ap.add_argument("--peer-flash-attn", default="0",
+                    help="llama.cpp flash attention settings to run with each load mode (0 = off, llama-cpp-python's "
+                         "default; 1 = on); the time to first token uses the last")
     ap.add_argument("--out", default=None, help="also write the markdown report here")
     ap.add_argument("--weight-cache", default=None, metavar="DIR", help="also time the first token with --weight-cache DIR")
     ap.add_argument("--ttft-only", action="store_true", help="only the time to first token")
@@ -213,7 +233,9 @@ def main():
     variants = [k for k, v in VARIANTS.items() if getattr(a, v[0])]
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
-    mmaps = [int(m) for m in a.peer_mmap.split(",")] if peer_py else []
+    fas = [int(f) for f in a.peer_flash_attn.split(",")]
+    modes = [(int(m), f) for f in fas for m in a.peer_mmap.split(",")] if peer_py else []
+    ttft_mode = (1 if any(m[0] for m in modes) else modes[0][0], fas[-1]) if modes else None
     R = Runner(a)
     t_start = time.strftime("%Y-%m-%d %H:%M:%S")
     load_before = os.getloadavg()
@@ -233,23 +255,23 @@ def main():
     for model in a.model:
         name = os.path.basename(model)
         for t in threads:
-            ours, extra, peer = [], {k: [] for k in variants}, {m: [] for m in mmaps}
+            ours, extra, peer = [], {k: [] for k in variants}, {m: [] for m in modes}
             for rep in range(0 if a.ttft_only else a.reps):
                 cmd = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
                        "--gen-tokens", str(a.gen_tokens), "--json"]
                 ours.append(R.measure(cmd))
                 for k in variants:
                     extra[k].append(R.measure(cmd + VARIANTS[k][1]))
-                for m in mmaps:
-                    peer[m].append(R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t),
-                                              "--mmap", str(m), "-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)]))
+                for m in modes:
+                    peer[m].append(R.measure(peer_cmd(peer_py, model, t, m,
+                                                      ["-p", str(a.prompt_tokens), "-n", str(a.gen_tokens)])))
                 print(f"{name} t={t} rep {rep + 1}: ours pp {ours[-1]['prefill_tok_s']:.1f} tg "
                       f"{ours[-1]['decode_tok_s']:.2f}" +
                       "".join(f" | {k} pp {extra[k][-1]['prefill_tok_s']:.1f} tg {extra[k][-1]['decode_tok_s']:.2f}"
                               for k in variants) +
                       "".join(
-                          f" | peer mmap{m} pp {peer[m][-1]['prefill_tok_s']:.1f} tg {peer[m][-1]['decode_tok_s']:.2f}"
-                          for m in mmaps), file=sys.stderr)
+                          f" | peer mmap{peer_key(m)} pp {peer[m][-1]['prefill_tok_s']:.1f} "
+                          f"tg {peer[m][-1]['decode_tok_s']:.2f}" for m in modes), file=sys.stderr)
             # time to first token, 16-token prompt, load included (page cache warm from the runs above)
             ttft_ours, ttft_wall, ttft_peer, ttft_cache, ttft_cache_wall = [], [], [], [], []
             first = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.ttft_tokens),
@@ -269,9 +291,8 @@ def main():
                     ttft_cache.append(r["first_token_ms"])
                     ttft_cache_wall.append(r["_wall_s"] * 1000)
                 if peer_py:
-                    best_mode = 1 if 1 in mmaps else mmaps[0]
-                    p = R.measure([peer_py, os.path.join(HERE, "peer_llamacpp.py"), "-m", model, "-t", str(t), "--mmap",
-                                   str(best_mode), "-p", "8", "-n", "0", "--ttft-tokens", str(a.ttft_tokens)])
+                    p = R.measure(peer_cmd(peer_py, model, t, ttft_mode,
+                                           ["-p", "8", "-n", "0", "--ttft-tokens", str(a.ttft_tokens)]))
                     ttft_peer.append(p["ttft_ms"])
             row = {
                 "model": name, "threads": t,
@@ -298,13 +319,14 @@ def main():
                             f"{k}_tg": med([r["decode_tok_s"] for r in extra[k]]),
                             f"{k}_pp_all": [round(r["prefill_tok_s"], 1) for r in extra[k]],
                             f"{k}_tg_all": [round(r["decode_tok_s"], 2) for r in extra[k]]})
-            for m in mmaps:
-                row[f"peer{m}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
-                row[f"peer{m}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
-                row[f"peer{m}_pp_all"] = [round(r["prefill_tok_s"], 1) for r in peer[m]]
-                row[f"peer{m}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
-            row["peer_pp"] = max((row[f"peer{m}_pp"] for m in mmaps), default=float("nan"))
-            row["peer_tg"] = max((row[f"peer{m}_tg"] for m in mmaps), default=float("nan"))
+            for m in modes:
+                k = peer_key(m)
+                row[f"peer{k}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
+                row[f"peer{k}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
+                row[f"peer{k}_pp_all"] = [round(r["prefill_tok_s"], 1) for r in peer[m]]
+                row[f"peer{k}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
+            row["peer_pp"] = max((row[f"peer{peer_key(m)}_pp"] for m in modes), default=float("nan"))
+            row["peer_tg"] = max((row[f"peer{peer_key(m)}_tg"] for m in modes), default=float("nan"))
 
     load_after = os.getloadavg()
     lines = []
@@ -314,13 +336,14 @@ def main():
                  ("." if a.ttft_only else f"; prompt {a.prompt_tokens}, decode {a.gen_tokens} tokens."))
     lines.append("")
     if not a.ttft_only:
-        lines += throughput_table(rows, mmaps, bw, threads)
+        lines += throughput_table(rows, modes, bw, threads)
         for k in variants:
             lines += variant_table(rows, k)
     lines.append(f"Time to first token, {a.ttft_tokens}-token prompt, model load included, warm page cache (ms, "
                  "medians; in parentheses the whole process's wall time):")
     lines.append("")
-    lines.append("| model | threads | gemma.c | gemma.c --weight-cache (mapped) | llama.cpp (mmap) |")
+    lines.append("| model | threads | gemma.c | gemma.c --weight-cache (mapped) | llama.cpp "
+                 f"({peer_label(ttft_mode) if ttft_mode else '-'}) |")
     lines.append("|---|---:|---:|---:|---:|")
     for r in rows:
         cache = (f"{r['ours_ttft_cache']:.0f} ({r['ours_ttft_cache_wall']:.0f})" if r["ttft_cache_all"] else "-")

@@ -2,14 +2,16 @@
 """One llama.cpp measurement through llama-cpp-python, timed by llama.cpp's own perf counters.
 
 Same workload as `gemma bench`: <bos> + deterministic ordinary token ids (the same ids gemma bench
-uses), prefill P tokens in one batch (n_batch = n_ubatch = P), then G greedy decode steps (argmax of
-the last logits). Prints one JSON object:
+uses), prefill P tokens in one batch (n_batch = P, n_ubatch = min(P, 512), llama.cpp's default
+micro-batch), then G greedy decode steps (argmax of the last logits); --flash-attn 1 turns on llama.cpp's
+flash attention (llama-cpp-python leaves it off unless asked; llama.cpp's own tools default to "auto").
+Prints one JSON object:
   prefill_tok_s, decode_tok_s    from llama_perf_context (t_p_eval_ms / n_p_eval, t_eval_ms / n_eval)
   load_ms                        Llama(...) construction, wall clock
   ttft_ms                        wall clock from before the load to the first token of a --ttft-tokens
                                  prompt (a second, separate model instance; 0 = skipped)
 Run by bench/compare_llamacpp.py with the peer's Python; usable alone:
-  python bench/peer_llamacpp.py -m MODEL -t 2 --mmap 0 -p 512 -n 64
+  python bench/peer_llamacpp.py -m MODEL -t 2 --mmap 0 [--flash-attn 1] -p 512 -n 64
 """
 import argparse
 import ctypes
@@ -36,15 +38,16 @@ def main():
     ap.add_argument("-p", "--prompt-tokens", type=int, default=512)
     ap.add_argument("-n", "--gen-tokens", type=int, default=64)
     ap.add_argument("--ttft-tokens", type=int, default=0)
+    ap.add_argument("--flash-attn", type=int, default=0)
     a = ap.parse_args()
     import llama_cpp
 
     def load(n_ctx, n_batch):
         return llama_cpp.Llama(model_path=a.model, n_threads=a.threads, n_threads_batch=a.threads, n_ctx=n_ctx,
-                               n_batch=n_batch, n_ubatch=n_batch, use_mmap=bool(a.mmap), logits_all=False,
-                               verbose=False)
+                               n_batch=n_batch, n_ubatch=min(n_batch, 512), use_mmap=bool(a.mmap),
+                               flash_attn=bool(a.flash_attn), logits_all=False, verbose=False)
 
-    out = {"threads": a.threads, "mmap": a.mmap}
+    out = {"threads": a.threads, "mmap": a.mmap, "flash_attn": a.flash_attn}
     if a.ttft_tokens > 0:
         t0 = time.perf_counter()
         llm = load(max(256, a.ttft_tokens + 8), max(32, a.ttft_tokens))
