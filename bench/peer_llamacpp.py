@@ -38,7 +38,7 @@ def main():
     ap.add_argument("-p", "--prompt-tokens", type=int, default=512)
     ap.add_argument("-n", "--gen-tokens", type=int, default=64)
     ap.add_argument("--ttft-tokens", type=int, default=0)
-    ap.add_argument("--flash-attn", type=int, default=0)
+    ap.add_argument("--flash-attn", type=int, choices=(0, 1), default=0)
     a = ap.parse_args()
     import llama_cpp
 
