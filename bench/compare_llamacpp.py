@@ -233,9 +233,10 @@ def main():
     variants = [k for k, v in VARIANTS.items() if getattr(a, v[0])]
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
-    fas = [int(f) for f in a.peer_flash_attn.split(",")]
-    if not fas or any(f not in (0, 1) for f in fas):
+    fas = [f.strip() for f in a.peer_flash_attn.split(",")]
+    if not fas or any(f not in ("0", "1") for f in fas):
         ap.error(f"--peer-flash-attn {a.peer_flash_attn}: wants 0, 1 or 0,1")
+    fas = [int(f) for f in fas]
     modes = [(int(m), f) for f in fas for m in a.peer_mmap.split(",")] if peer_py else []
     ttft_mode = (1 if any(m[0] for m in modes) else modes[0][0], fas[-1]) if modes else None
     R = Runner(a)
