@@ -119,8 +119,9 @@ def med(xs):
 
 
 def peer_key(mode):
-    """(mmap, flash_attn) -> the row keys' tag: "0" / "1" as before flash attention was a choice, "0fa" / "1fa" """
-    return f"{mode[0]}" + ("fa" if mode[1] else "")
+    """(mmap, flash_attn) -> the prefix of its row keys: "peer0" / "peer1" as before flash attention was a
+    choice, "peer0fa" / "peer1fa" """
+    return f"peer{mode[0]}" + ("fa" if mode[1] else "")
 
 
 def peer_label(mode):
@@ -140,8 +141,8 @@ def throughput_table(rows, modes, bw, threads):
                  "decode GB/s | % of read BW |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        pm = " / ".join(f"{r.get(f'peer{peer_key(m)}_tg', float('nan')):.1f}" for m in modes)
-        pp = " / ".join(f"{r.get(f'peer{peer_key(m)}_pp', float('nan')):.0f}" for m in modes)
+        pm = " / ".join(f"{r.get(f'{peer_key(m)}_tg', float('nan')):.1f}" for m in modes)
+        pp = " / ".join(f"{r.get(f'{peer_key(m)}_pp', float('nan')):.0f}" for m in modes)
         gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
         eff = 100 * gbs / bw[r["threads"]]["median"]
         lines.append(
@@ -160,7 +161,7 @@ def throughput_table(rows, modes, bw, threads):
         s = f"- {r['model']} t={r['threads']}: gemma.c {r['ours_pp_all']} | {r['ours_tg_all']}"
         for m in modes:
             k = peer_key(m)
-            s += f"; llama.cpp mmap={m[0]}{' fa=1' if m[1] else ''} {r[f'peer{k}_pp_all']} | {r[f'peer{k}_tg_all']}"
+            s += f"; llama.cpp mmap={m[0]}{' fa=1' if m[1] else ''} {r[f'{k}_pp_all']} | {r[f'{k}_tg_all']}"
         lines.append(s)
     lines.append("")
     return lines
@@ -273,7 +274,7 @@ def main():
                       "".join(f" | {k} pp {extra[k][-1]['prefill_tok_s']:.1f} tg {extra[k][-1]['decode_tok_s']:.2f}"
                               for k in variants) +
                       "".join(
-                          f" | peer mmap{peer_key(m)} pp {peer[m][-1]['prefill_tok_s']:.1f} "
+                          f" | {peer_key(m)} pp {peer[m][-1]['prefill_tok_s']:.1f} "
                           f"tg {peer[m][-1]['decode_tok_s']:.2f}" for m in modes), file=sys.stderr)
             # time to first token, 16-token prompt, load included (page cache warm from the runs above)
             ttft_ours, ttft_wall, ttft_peer, ttft_cache, ttft_cache_wall = [], [], [], [], []
@@ -324,12 +325,12 @@ def main():
                             f"{k}_tg_all": [round(r["decode_tok_s"], 2) for r in extra[k]]})
             for m in modes:
                 k = peer_key(m)
-                row[f"peer{k}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
-                row[f"peer{k}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
-                row[f"peer{k}_pp_all"] = [round(r["prefill_tok_s"], 1) for r in peer[m]]
-                row[f"peer{k}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
-            row["peer_pp"] = max((row[f"peer{peer_key(m)}_pp"] for m in modes), default=float("nan"))
-            row["peer_tg"] = max((row[f"peer{peer_key(m)}_tg"] for m in modes), default=float("nan"))
+                row[f"{k}_pp"] = med([r["prefill_tok_s"] for r in peer[m]])
+                row[f"{k}_tg"] = med([r["decode_tok_s"] for r in peer[m]])
+                row[f"{k}_pp_all"] = [round(r["prefill_tok_s"], 1) for r in peer[m]]
+                row[f"{k}_tg_all"] = [round(r["decode_tok_s"], 2) for r in peer[m]]
+            row["peer_pp"] = max((row[f"{peer_key(m)}_pp"] for m in modes), default=float("nan"))
+            row["peer_tg"] = max((row[f"{peer_key(m)}_tg"] for m in modes), default=float("nan"))
 
     load_after = os.getloadavg()
     lines = []
