@@ -18,6 +18,9 @@ bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token
 model load, warm page cache (gemma.c: first_token_ms of `gemma bench --prompt-tokens 16 --gen-tokens 0`,
 i.e. load + session + prefill + arg-max, and the whole process's wall time; with --weight-cache DIR also
 with the packed weights mapped from DIR, written by one run before; llama.cpp: Llama() + eval + argmax).
+--busy-cores N keeps N other processes (a busy loop each, ordinary priority) running through every
+measurement, as when another program holds a core: the idle and disturbance thresholds rise by N and the
+bandwidth ceiling is not measured.
 --ttft-only measures only the time to first token; --fast also runs gemma.c with --precision fast, and
 --full-logits with every logit exact at each step (gemma bench's greedy decode otherwise computes exactly only
 the largest: the screened vocabulary product, docs/DESIGN.md).
@@ -95,14 +98,15 @@ def run_measured(cmd, env=None):
 class Runner:
     def __init__(self, args):
         self.a = args
+        self.limit = args.idle_cores + args.busy_cores  # the busy loops count as other processes
         self.disturbed_kept = 0
         self.retried = 0
 
     def measure(self, cmd, env=None):
         for attempt in range(self.a.retries + 1):
-            wait_idle(self.a.idle_cores, self.a.idle_timeout)
+            wait_idle(self.limit, self.a.idle_timeout)
             out, wall, other = run_measured(cmd, env)
-            if other < self.a.idle_cores:
+            if other < self.limit:
                 break
             self.retried += 1
             print(f"  disturbed ({other:.2f} other cores), retry {attempt + 1}: {' '.join(cmd[-8:])}", file=sys.stderr)
@@ -144,15 +148,15 @@ def throughput_table(rows, modes, bw, threads):
         pm = " / ".join(f"{r.get(f'{peer_key(m)}_tg', float('nan')):.1f}" for m in modes)
         pp = " / ".join(f"{r.get(f'{peer_key(m)}_pp', float('nan')):.0f}" for m in modes)
         gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
-        eff = 100 * gbs / bw[r["threads"]]["median"]
+        eff = f"{100 * gbs / bw[r['threads']]['median']:.0f} %" if r["threads"] in bw else "-"
         lines.append(
             f"| {r['model']} | {r['threads']} | {r['ours_tg']:.1f} | {pm} | {r['ours_tg'] / r['peer_tg']:.2f}x | "
             f"{r['ours_pp']:.0f} | {pp} | {r['ours_pp'] / r['peer_pp']:.2f}x | {r['ours_bytes'] / 1e6:.0f} MB | "
-            f"{gbs:.1f} | {eff:.0f} % |")
+            f"{gbs:.1f} | {eff} |")
     lines.append("")
-    lines.append("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
+    lines.append(("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
-        for t in threads) + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ". gemma.c's decode logits: " +
+        for t in threads) if bw else "Read bandwidth ceiling: not measured (busy cores)") + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ". gemma.c's decode logits: " +
         ("; ".join(f"{r['model']} t={r['threads']} {r['logits']}" for r in rows)) + ".")
     lines.append("")
     lines.append("Per-repetition values (tok/s), prefill | decode:")
@@ -219,6 +223,8 @@ def main():
     ap.add_argument("--idle-cores", type=float, default=0.15)
     ap.add_argument("--idle-timeout", type=float, default=120)
     ap.add_argument("--retries", type=int, default=3)
+    ap.add_argument("--busy-cores", type=int, default=0,
+                    help="keep this many busy-loop processes running during the measurements (a loaded machine)")
     ap.add_argument("--peer-mmap", default="0,1", help="llama.cpp load modes to run (0 = read, 1 = mmap)")
     ap.add_argument("--peer-flash-attn", default="0",
                     help="llama.cpp flash attention settings to run with each load mode (0 = off, llama-cpp-python's "
@@ -231,6 +237,18 @@ def main():
     ap.add_argument("--full-logits", action="store_true",
                     help="also run gemma.c with --full-logits (every logit exact each step) in every repetition")
     a = ap.parse_args()
+    if a.busy_cores < 0 or a.busy_cores >= NCPU:
+        ap.error(f"--busy-cores {a.busy_cores}: wants 0 to {NCPU - 1} (this machine has {NCPU} CPUs)")
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy_cores)]
+    try:
+        return compare(a, ap)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+
+
+def compare(a, ap):
     variants = [k for k, v in VARIANTS.items() if getattr(a, v[0])]
     peer_py = build_peer(a.build_peer) if a.build_peer else a.peer_python
     threads = [int(t) for t in a.threads.split(",")]
@@ -246,7 +264,7 @@ def main():
 
     # bandwidth ceiling
     bw = {}
-    for t in ([] if a.ttft_only else threads):
+    for t in ([] if a.ttft_only or a.busy_cores else threads):
         vals = []
         for _ in range(3):
             wait_idle(a.idle_cores, a.idle_timeout)
@@ -336,7 +354,9 @@ def main():
     lines = []
     lines.append(f"Run {t_start} .. {time.strftime('%H:%M:%S')}; load average before {load_before[0]:.2f} / after "
                  f"{load_after[0]:.2f}; {R.retried} disturbed runs repeated, {R.disturbed_kept} kept disturbed "
-                 f"(idle threshold {a.idle_cores} cores); medians of {a.reps} repetitions" +
+                 f"(idle threshold {a.idle_cores} cores" +
+                 (f" over the {a.busy_cores} busy-loop process{'es' if a.busy_cores > 1 else ''} kept running "
+                  "through every measurement" if a.busy_cores else "") + f"); medians of {a.reps} repetitions" +
                  ("." if a.ttft_only else f"; prompt {a.prompt_tokens}, decode {a.gen_tokens} tokens."))
     lines.append("")
     if not a.ttft_only:
