@@ -125,10 +125,13 @@ typedef enum gm_kv_type { GM_KV_AUTO = 0, GM_KV_F32, GM_KV_F16 } gm_kv_type;
 
 /* How threads wait for each other (in products, attention and the collectives between devices).
  * SPIN: briefly spin, then yield, then sleep: the fastest wake-up when every thread has its own core.
- * YIELD: give the core away at once: for more busy threads than cores (devices x threads x local MPI
- * ranks above the CPUs this process may use), where a spinning waiter keeps the thread it waits for
- * off the core. AUTO (default): YIELD when this process can see it is oversubscribed (its affinity
- * mask, and the ranks mpirun starts on this host), else SPIN. */
+ * YIELD: sleep at once: for more busy threads than cores (devices x threads x local MPI ranks above
+ * the CPUs this process may use), where a spinning waiter keeps the thread it waits for off the core
+ * (and a yielding one hands a core shared with another process to that process until its next tick).
+ * AUTO (default): YIELD when this process can see it is oversubscribed (its affinity mask, and the
+ * ranks mpirun starts on this host), else SPIN. Under mpirun, the load that starts MPI also sets
+ * OpenMPI's mpi_yield_when_idle unless the environment sets it: 1 with YIELD, 0 with SPIN, and with
+ * AUTO 1 only when this host's ranks outnumber its CPUs (one thread of each rank waits in MPI). */
 typedef enum gm_wait { GM_WAIT_AUTO = 0, GM_WAIT_SPIN, GM_WAIT_YIELD } gm_wait;
 
 typedef struct gm_load_options {

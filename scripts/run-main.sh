@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 MODEL=models/gemma-3-270m-q4_k_m.gguf
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 # mpi_yield_when_idle: the load chooses (gm_wait in gemma.h)
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 echo "== sharding plan (fsdp over 4 devices)"
 build/gemma info -m "$MODEL" --devices 4 --sharding fsdp | awk '/^sharding/ || /^device/ || /token_embd|blk\.0\./'

@@ -33,7 +33,8 @@ static const char *HELP_TAIL =
     "                         load_ms, first_token_ms (load + first prefill), weight_cache,\n"
     "                         tokenizer_cache, peak_rss_mb,\n"
     "                         bytes_read_per_token, comm_bytes_per_token, weight_bytes, devices, threads,\n"
-    "                         sharding, kernels, precision, kv_cache, wait (spin or yield), sampling (the\n"
+    "                         sharding, kernels, precision, kv_cache, wait (spin or yield; under MPI also\n"
+    "                         mpi_yield_when_idle, 0 or 1), sampling (the\n"
     "                         method and its settings), last_token (the last decoded id), logits_top,\n"
     "                         screened_steps, screen_exact_rows_per_step (the screened vocabulary product)\n"
     "Sampling: greedy (the default) picks each token by argmax; another method runs the sampler of\n"
@@ -210,6 +211,9 @@ int cmd_bench(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "screen_exact_rows_per_step", exact_rows_per_step);
             cJSON_AddStringToObject(o, "kv_cache", gm_model_kv_type(m) == GM_KV_F16 ? "f16" : "f32");
             cJSON_AddStringToObject(o, "wait", gm_model_wait(m) == GM_WAIT_YIELD ? "yield" : "spin");
+            /* what OpenMPI's ranks do while they poll (gm_wait): the environment the load left */
+            const char *mpi_yield = getenv("OMPI_MCA_mpi_yield_when_idle");
+            if (gm_model_ranks(m) > 1 && mpi_yield) cJSON_AddStringToObject(o, "mpi_yield_when_idle", mpi_yield);
             cJSON *so = cJSON_AddObjectToObject(o, "sampling");
             cJSON_AddStringToObject(so, "method", greedy ? "greedy" : sampling_name(sp.cfg.method));
             if (!greedy) {

@@ -14,6 +14,14 @@
 
 enum { YIELD_ITERS = 200 };
 
+/* Yields between spinning and sleeping. With a spin (the SPIN policy: a core per thread) a waiter that
+ * outlasts it yields a while first, the wait being likely short. With none (the YIELD policy: more
+ * busy threads than cores) it sleeps at once: a yielding thread stays runnable, and where a process
+ * that is not ours shares the core the scheduler runs that one until its next tick (milliseconds) at
+ * every wait, while a sleeper's wake-up preempts it (2 ranks x 2 devices of the 270M with one core
+ * busy: 2.7 tok/s yielding, ~20 sleeping; docs/BENCHMARKS.md). */
+static int yield_iters(int spin) { return spin > 0 ? YIELD_ITERS : 0; }
+
 gm_status gm_barrier_init(gm_barrier *b, int n) {
     if (n < 1) return gm_fail(GM_ERR_ARG, "barrier of %d participants", n);
     b->n = n;
@@ -52,7 +60,7 @@ void gm_barrier_wait(gm_barrier *b) {
         if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen) return;
         CPU_RELAX();
     }
-    for (int i = 0; i < YIELD_ITERS; i++) {
+    for (int i = 0, n = yield_iters(spin); i < n; i++) {
         if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen) return;
         sched_yield();
     }
@@ -122,11 +130,11 @@ static void *worker_main(void *arg) {
     for (;;) {
         /* wait for a generation we have not handled */
         uint64_t g;
-        int i = 0, spin = atomic_load_explicit(&p->spin, memory_order_relaxed);
+        int i = 0, spin = atomic_load_explicit(&p->spin, memory_order_relaxed), yields = yield_iters(spin);
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
             if (i < spin) {
                 CPU_RELAX();
-            } else if (i < spin + YIELD_ITERS) {
+            } else if (i < spin + yields) {
                 sched_yield();
             } else {
                 pthread_mutex_lock(&p->mu);

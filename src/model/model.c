@@ -160,7 +160,8 @@ gm_status gm_model_load(const char *path, const gm_load_options *opt_in, gm_mode
     m->rank = 0;
     m->n_ranks = 1;
     gm_status st = GM_OK;
-    if (opt.use_mpi && launched_by_mpirun()) st = gm_mpi_init(&m->rank, &m->n_ranks);
+    if (opt.use_mpi && launched_by_mpirun())
+        st = gm_mpi_init(gm_mpi_wait_policy(opt.wait), &m->rank, &m->n_ranks);
     if (st == GM_OK && m->n_ranks * opt.devices > GM_MAX_DEVICES)
         st = gm_fail(GM_ERR_ARG, "%d ranks x %d devices is more than %d devices", m->n_ranks, opt.devices, GM_MAX_DEVICES);
     if (st == GM_OK) st = gm_source_open(path, &m->src);

@@ -15,7 +15,7 @@ gm_status gm_mpi_find_disagreement(const uint64_t *digest, int n, gm_disagreemen
     if (n < 1 || n > GM_DIGEST_MAX)
         return gm_fail(GM_ERR_ARG, "rank agreement: digest of %d words (1 to %d)", n, GM_DIGEST_MAX);
     int rank, ranks;
-    GM_TRY(gm_mpi_init(&rank, &ranks));
+    GM_TRY(gm_mpi_init(GM_WAIT_AUTO, &rank, &ranks)); /* started by the load */
     size_t per = (size_t)n * PIECES;
     float *all = calloc((size_t)ranks * per, sizeof *all);
     size_t *off = malloc(((size_t)ranks + 1) * sizeof *off);

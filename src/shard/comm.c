@@ -74,13 +74,19 @@ static void account(gm_comm *c, int local, double bytes, double t0) {
 
 void gm_comm_set_spin(gm_comm *c, int iters) { gm_barrier_set_spin(&c->barrier, iters); }
 
-gm_wait gm_comm_wait_policy(const gm_comm *c, gm_wait asked, long threads) {
+static gm_wait wait_policy(gm_wait asked, long threads, bool multi_rank) {
     if (asked != GM_WAIT_AUTO) return asked;
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (!local) local = getenv("MPI_LOCALNRANKS");
-    long here = c->n_ranks > 1 && local ? atol(local) : 1;
+    long here = multi_rank && local ? atol(local) : 1;
     return gm_threads_oversubscribed(threads, here < 1 ? 1 : here) ? GM_WAIT_YIELD : GM_WAIT_SPIN;
 }
+
+gm_wait gm_comm_wait_policy(const gm_comm *c, gm_wait asked, long threads) {
+    return wait_policy(asked, threads, c->n_ranks > 1);
+}
+
+gm_wait gm_mpi_wait_policy(gm_wait asked) { return wait_policy(asked, 1, true); }
 
 gm_status gm_comm_barrier(gm_comm *c, int local) {
     gm_barrier_wait(&c->barrier);

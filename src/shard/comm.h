@@ -29,6 +29,11 @@ void gm_comm_set_spin(gm_comm *c, int iters);
  * is AUTO, which becomes YIELD when they and those of the mesh's other ranks on this host (mpirun's
  * OMPI_COMM_WORLD_LOCAL_SIZE or MPICH's MPI_LOCALNRANKS) outnumber the CPUs, else SPIN. */
 gm_wait gm_comm_wait_policy(const gm_comm *c, gm_wait asked, long threads);
+/* How MPI's ranks wait for each other (gm_mpi_init), before the mesh exists: `asked` unless it is AUTO,
+ * which becomes YIELD when the ranks on this host outnumber the CPUs, else SPIN. One thread of each
+ * rank calls MPI, after the rank's other devices have reached their barrier (asleep or spinning on
+ * their own cores), so only the ranks count. */
+gm_wait gm_mpi_wait_policy(gm_wait asked);
 /* Spin iterations under a resolved policy. */
 static inline int gm_wait_spin(gm_wait w) { return w == GM_WAIT_YIELD ? 0 : GM_SPIN_DEFAULT; }
 
@@ -59,7 +64,9 @@ gm_comm_stats gm_comm_get_stats(const gm_comm *c);
 void gm_comm_reset_stats(gm_comm *c);
 
 /* MPI backend hooks (src/shard/comm_mpi.c when built with MPI; otherwise they fail). */
-gm_status gm_mpi_init(int *rank, int *n_ranks);     /* idempotent; MPI_THREAD_FUNNELED */
+/* Idempotent; MPI_THREAD_FUNNELED. When it starts MPI, `wait` (SPIN or YIELD; AUTO leaves MPI's own
+ * default) sets OpenMPI's mpi_yield_when_idle unless the environment already does. */
+gm_status gm_mpi_init(gm_wait wait, int *rank, int *n_ranks);
 void gm_mpi_finalize(void);
 gm_status gm_mpi_all_reduce(float *buf, size_t n);
 gm_status gm_mpi_all_gather(float *buf, const size_t *rank_off); /* rank r owns [rank_off[r], rank_off[r+1]) */

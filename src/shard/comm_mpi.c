@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv */
 /* MPI backend: the cross-process half of the collectives. Only the thread that called MPI_Init
  * (device 0 of each rank) makes MPI calls, so MPI_THREAD_FUNNELED suffices. Errors return instead of
  * aborting, so the caller can name what failed; a lost rank makes mpirun stop the others. */
@@ -18,10 +19,15 @@ static gm_status mpi_check(int rc, const char *what) {
 
 bool gm_mpi_available(void) { return true; }
 
-gm_status gm_mpi_init(int *rank, int *n_ranks) {
+gm_status gm_mpi_init(gm_wait wait, int *rank, int *n_ranks) {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {
+        /* OpenMPI's ranks poll while they wait for each other. Yielding in that loop is what a host with
+         * more busy threads than CPUs needs; on one that has enough, a rank whose core another process
+         * shares hands that process its time slice at every wait: 2 ranks decoding the 270M with one core
+         * busy ran at 5-7 tok/s yielding, 26 polling (docs/BENCHMARKS.md). A value set by the user stays. */
+        if (wait != GM_WAIT_AUTO) setenv("OMPI_MCA_mpi_yield_when_idle", wait == GM_WAIT_YIELD ? "1" : "0", 0);
         int provided;
         GM_TRY(mpi_check(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided), "init"));
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -295,7 +295,8 @@ gm_status gm_trainer_create_ex(const char *path, const gm_train_options *o_in, i
     t->af_min_dim = 128;
     t->rank = 0, t->n_ranks = 1;
     gm_status st = GM_OK;
-    if (o.use_mpi && launched_by_mpirun()) st = gm_mpi_init(&t->rank, &t->n_ranks);
+    if (o.use_mpi && launched_by_mpirun())
+        st = gm_mpi_init(gm_mpi_wait_policy(o.wait), &t->rank, &t->n_ranks);
     if (st == GM_OK && t->n_ranks * o.devices > GM_MAX_DEVICES)
         st = gm_fail(GM_ERR_ARG, "%d ranks x %d devices is more than %d devices", t->n_ranks, o.devices, GM_MAX_DEVICES);
     if (st == GM_OK) st = gm_source_open(path, &t->src);

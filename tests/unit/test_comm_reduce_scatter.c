@@ -85,7 +85,7 @@ static void run(int n_local, int rank, int n_ranks) {
 int main(void) {
     if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE")) {
         int rank, n;
-        if (gm_mpi_init(&rank, &n) != GM_OK || !gm_mpi_available()) {
+        if (gm_mpi_init(GM_WAIT_AUTO, &rank, &n) != GM_OK || !gm_mpi_available()) {
             printf("no MPI in this build: skipped\n");
             return 77;
         }
