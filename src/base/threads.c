@@ -19,7 +19,7 @@ enum { YIELD_ITERS = 200 };
  * busy threads than cores) it sleeps at once: a yielding thread stays runnable, and where a process
  * that is not ours shares the core the scheduler runs that one until its next tick (milliseconds) at
  * every wait, while a sleeper's wake-up preempts it (2 ranks x 2 devices of the 270M with one core
- * busy: 2.7 tok/s yielding, ~20 sleeping; docs/BENCHMARKS.md). */
+ * busy, MPI polling: 4.1 tok/s yielding, ~20 sleeping; docs/BENCHMARKS.md). */
 static int yield_iters(int spin) { return spin > 0 ? YIELD_ITERS : 0; }
 
 gm_status gm_barrier_init(gm_barrier *b, int n) {
