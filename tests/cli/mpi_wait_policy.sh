@@ -33,9 +33,15 @@ check "2 ranks on $cpus CPUs: mpi_yield_when_idle $want ($y1)" '[ "$y1" = "$want
 check "--wait yield: 1 ($y2)" '[ "$y2" = 1 ]'
 check "the user's OMPI_MCA_mpi_yield_when_idle=1 is kept ($y3)" '[ "$y3" = 1 ]'
 check "--wait spin: 0 ($y4)" '[ "$y4" = 0 ]'
-np=$((cpus + 1))
-read -r y5 t5 <<< "$(bench $np --)"
-check "$np ranks on $cpus CPUs: 1 ($y5)" '[ "$y5" = 1 ]'
+# more ranks than CPUs: one more than the CPUs, on hosts small enough that this costs a few processes
+t5=$t1
+if [ "$cpus" -le 4 ]; then
+  np=$((cpus + 1))
+  read -r y5 t5 <<< "$(bench $np --)"
+  check "$np ranks on $cpus CPUs: 1 ($y5)" '[ "$y5" = 1 ]'
+else
+  echo "skip more ranks than CPUs: $cpus CPUs would need $((cpus + 1)) ranks"
+fi
 check "the same tokens under every policy ($t1 $t2 $t3 $t4 $t5)" \
   '[ "$t2" = "$t1" ] && [ "$t3" = "$t1" ] && [ "$t4" = "$t1" ] && [ "$t5" = "$t1" ]'
 echo "$pass passed, $fail failed"
