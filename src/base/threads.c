@@ -98,16 +98,30 @@ struct gm_pool {
     atomic_uint_fast64_t gen;   /* generation of the current job */
     atomic_uint_fast64_t claim; /* chunked jobs: (generation << 32) | next chunk */
     atomic_int done;            /* participants (static) or chunks (chunked) finished */
+    atomic_int target;          /* done's value when the job is complete */
     pool_slot slot[2];
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;          /* workers sleep here for a new generation */
     atomic_int sleepers;
+    pthread_cond_t done_cv;     /* the caller sleeps here for its job's end (spin 0) */
+    atomic_bool caller_sleeps;
 };
 
 typedef struct worker_arg {
     gm_pool *p;
     int index;
 } worker_arg;
+
+/* Count one participant or chunk done, and wake the caller if it sleeps on the job's end. seq_cst
+ * with wait_done: either this sees the sleeper or the sleeper sees the count. */
+static void finish_one(gm_pool *p) {
+    if (atomic_fetch_add(&p->done, 1) + 1 >= atomic_load_explicit(&p->target, memory_order_relaxed) &&
+        atomic_load(&p->caller_sleeps)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->done_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
 
 /* Claim and run chunks of job g until none is left (or a newer job replaced it). */
 static void run_chunks(gm_pool *p, uint64_t g, gm_pool_chunk_fn fn, void *ctx, int nchunks, int slot) {
@@ -117,7 +131,7 @@ static void run_chunks(gm_pool *p, uint64_t g, gm_pool_chunk_fn fn, void *ctx, i
         if (!atomic_compare_exchange_weak_explicit(&p->claim, &v, v + 1, memory_order_acq_rel, memory_order_relaxed))
             continue;
         fn(ctx, (int)(v & 0xffffffffu), slot);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        finish_one(p);
     }
 }
 
@@ -165,7 +179,7 @@ static void *worker_main(void *arg) {
             run_chunks(p, g, cfn, ctx, nchunks, index);
         } else {
             fn(ctx, index, p->n);
-            atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+            finish_one(p);
         }
     }
     return NULL;
@@ -173,6 +187,7 @@ static void *worker_main(void *arg) {
 
 /* Publish a job (the previous one is complete) and wake sleeping workers. */
 static uint64_t publish(gm_pool *p, gm_pool_fn fn, gm_pool_chunk_fn cfn, void *ctx, int nchunks, bool quit) {
+    atomic_store_explicit(&p->target, cfn ? nchunks : p->n - 1, memory_order_relaxed);
     uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
     pool_slot *s = &p->slot[g & 1];
     atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
@@ -194,9 +209,20 @@ static uint64_t publish(gm_pool *p, gm_pool_fn fn, gm_pool_chunk_fn cfn, void *c
     return g;
 }
 
-/* Wait until `target` participants / chunks are done: spin briefly, then yield the core. */
-static void wait_done(gm_pool *p, int target) {
+/* Wait until the job's participants / chunks are done: spin briefly, then yield the core; with no spin
+ * (the YIELD policy) sleep at once, for the reason yield_iters gives. */
+static void wait_done(gm_pool *p) {
     int spin = atomic_load_explicit(&p->spin, memory_order_relaxed);
+    int target = atomic_load_explicit(&p->target, memory_order_relaxed);
+    if (spin == 0) {
+        if (atomic_load_explicit(&p->done, memory_order_acquire) >= target) return;
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_sleeps, true);
+        while (atomic_load(&p->done) < target) pthread_cond_wait(&p->done_cv, &p->mu);
+        atomic_store(&p->caller_sleeps, false);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
     for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < target; i++) {
         if (i < spin) CPU_RELAX();
         else sched_yield();
@@ -216,7 +242,9 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
         free(p);
         return gm_fail(GM_ERR_NOMEM, "cannot create a thread pool");
     }
-    if (pthread_cond_init(&p->cv, NULL) != 0) {
+    bool cv = pthread_cond_init(&p->cv, NULL) == 0, done_cv = cv && pthread_cond_init(&p->done_cv, NULL) == 0;
+    if (!done_cv) {
+        if (cv) pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p->threads);
         free(p);
@@ -229,6 +257,7 @@ gm_status gm_pool_create(int n_threads, gm_pool **out) {
             /* Rare: undo. Started workers leave on a quit job. */
             publish(p, NULL, NULL, NULL, 0, true);
             for (int j = 1; j < i; j++) pthread_join(p->threads[j], NULL);
+            pthread_cond_destroy(&p->done_cv);
             pthread_cond_destroy(&p->cv);
             pthread_mutex_destroy(&p->mu);
             free(p->threads);
@@ -244,6 +273,7 @@ void gm_pool_free(gm_pool *p) {
     if (!p) return;
     publish(p, NULL, NULL, NULL, 0, true);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->done_cv);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free(p->threads);
@@ -277,7 +307,7 @@ void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx) {
     }
     publish(p, fn, NULL, ctx, 0, false);
     fn(ctx, 0, p->n);
-    wait_done(p, p->n - 1);
+    wait_done(p);
 }
 
 void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks) {
@@ -288,7 +318,7 @@ void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks)
     }
     uint64_t g = publish(p, NULL, fn, ctx, nchunks, false);
     run_chunks(p, g, fn, ctx, nchunks, 0);
-    wait_done(p, nchunks);
+    wait_done(p);
 }
 
 void gm_split_range(size_t n, int parts, int i, size_t align, size_t *lo, size_t *hi) {

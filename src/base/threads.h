@@ -1,8 +1,8 @@
 /* Barrier and a small fork-join pool. Waiting spins briefly, then yields, then sleeps on a condition
  * variable, so an oversubscribed 2-core machine (another process, or more devices than cores)
  * degrades gently instead of collapsing the way pure spin-waiting does. When the caller knows there
- * are more busy threads than cores, it sets the spin to 0: a waiter then yields its core at once to
- * the thread it waits for (gm_model_load does so: gm_load_options.wait). */
+ * are more busy threads than cores, it sets the spin to 0: a waiter then sleeps at once, leaving its
+ * core to the thread it waits for (gm_model_load does so: gm_load_options.wait). */
 #ifndef GM_BASE_THREADS_H
 #define GM_BASE_THREADS_H
 
@@ -37,7 +37,8 @@ void gm_barrier_set_spin(gm_barrier *b, int iters);
  * gm_pool_run_chunks calls fn(ctx, c, slot) once for every chunk c in [0, nchunks), on whichever
  * threads are running (slot in [0, n): the thread, for per-thread scratch; chunks must not wait for
  * each other): when another process holds a core, the other threads take its chunks.
- * Waiting threads spin briefly, then yield, then sleep. */
+ * Waiting threads (workers for a job, the caller for its end) spin briefly, then yield, then sleep;
+ * with a spin of 0 they sleep at once. */
 typedef struct gm_pool gm_pool;
 typedef void (*gm_pool_fn)(void *ctx, int index, int count);
 typedef void (*gm_pool_chunk_fn)(void *ctx, int chunk, int slot);
@@ -48,7 +49,7 @@ int gm_pool_size(const gm_pool *p);
 void gm_pool_run(gm_pool *p, gm_pool_fn fn, void *ctx);
 void gm_pool_run_chunks(gm_pool *p, gm_pool_chunk_fn fn, void *ctx, int nchunks);
 /* Spin iterations of waiting workers and callers before they yield (>= 0; GM_SPIN_DEFAULT after
- * create). Safe between jobs. */
+ * create; 0: they sleep at once). Safe between jobs. */
 void gm_pool_set_spin(gm_pool *p, int iters);
 
 /* CPUs this process may run on (its affinity mask; the online CPUs if that cannot be read). */
