@@ -2,7 +2,9 @@
 #include "base/threads.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -14,13 +16,72 @@
 
 enum { YIELD_ITERS = 200 };
 
-/* Yields between spinning and sleeping. With a spin (the SPIN policy: a core per thread) a waiter that
- * outlasts it yields a while first, the wait being likely short. With none (the YIELD policy: more
- * busy threads than cores) it sleeps at once: a yielding thread stays runnable, and where a process
- * that is not ours shares the core the scheduler runs that one until its next tick (milliseconds) at
- * every wait, while a sleeper's wake-up preempts it (2 ranks x 2 devices of the 270M with one core
- * busy, MPI polling: 4.1 tok/s yielding, ~20 sleeping; docs/BENCHMARKS.md). */
-static int yield_iters(int spin) { return spin > 0 ? YIELD_ITERS : 0; }
+/* How a thread waits: spin, then yield, then sleep on a condition variable. With no spin (the YIELD
+ * policy: more busy threads than cores) it sleeps at once: a yielding thread stays runnable, and where a
+ * process that is not ours shares the core the scheduler runs that one until its next tick (milliseconds)
+ * at every wait, while a sleeper's wake-up preempts it (2 ranks x 2 devices of the 270M with one core
+ * busy, MPI polling: 4.1 tok/s yielding, ~20 sleeping; docs/BENCHMARKS.md).
+ *
+ * With a spin (the SPIN policy: a core per thread) the waiter adapts to how its waits end. On a quiet
+ * machine 1-2 % of the waits that outlast 16 pauses run past LONG_WAIT_NS (270M decode: 0.9 % at the
+ * devices' barrier, 1.6 % of the workers' waits); with another process on one of two cores 9-27 % do,
+ * the peer being off its core. Then the long spin and the yields keep the peer, or the other process,
+ * off this core, and a waiter does better to spin SHORT_SPIN_US and sleep, which frees its core at once.
+ * `late` scores the waits of one barrier, of a pool's workers or of its caller: +LATE_UP for each over
+ * LONG_WAIT_NS, -1 for each shorter one that outlasted 16 pauses, within [0, LATE_MAX]; it climbs past
+ * LATE_ON, where the short spin applies, while more than 1 in 25 run long (one core busy: 2 devices of the
+ * 270M decode 20 -> 25 tok/s, 2 threads 31 -> 33; quiet: unchanged; docs/BENCHMARKS.md, "Waiting on a
+ * loaded machine"). */
+enum { SHORT_SPIN_US = 8, LATE_UP = 24, LATE_MAX = 256, LATE_ON = 128 };
+#define LONG_WAIT_NS 200000
+
+typedef struct waiter {
+    atomic_int *late; /* the score this wait reads and updates */
+    int spin;         /* pause iterations (the long spin), 0 under the YIELD policy */
+    bool brief;       /* the short spin then sleep */
+    int64_t start_ns; /* when the clock was first read (after 16 pauses), 0 before */
+    int64_t end_ns;   /* brief: when the spin ends */
+    int yields;       /* yields done */
+} waiter;
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static bool late_now(const atomic_int *late) { return atomic_load_explicit(late, memory_order_relaxed) > LATE_ON; }
+
+static waiter wait_begin(atomic_int *late, int spin) {
+    waiter w = {late, spin, spin > 0 && late_now(late), 0, 0, 0};
+    return w;
+}
+
+/* Whether the waiter spins or yields once more (step i of its wait); false: sleep now. */
+static bool wait_step(waiter *w, int i) {
+    if (w->spin <= 0) return false;
+    if (i == 15) w->start_ns = now_ns(), w->end_ns = w->start_ns + SHORT_SPIN_US * 1000;
+    if (w->brief) {
+        CPU_RELAX();
+        return (i & 15) != 15 || now_ns() < w->end_ns;
+    }
+    if (i < w->spin) {
+        CPU_RELAX();
+        return true;
+    }
+    if (w->yields >= YIELD_ITERS) return false;
+    w->yields++;
+    sched_yield();
+    return true;
+}
+
+/* Score the wait that just ended. */
+static void wait_end(waiter *w) {
+    if (w->spin <= 0 || !w->start_ns) return;
+    int s = atomic_load_explicit(w->late, memory_order_relaxed);
+    s = now_ns() - w->start_ns > LONG_WAIT_NS ? (s + LATE_UP < LATE_MAX ? s + LATE_UP : LATE_MAX) : (s > 0 ? s - 1 : 0);
+    atomic_store_explicit(w->late, s, memory_order_relaxed); /* a heuristic: a lost update is harmless */
+}
 
 gm_status gm_barrier_init(gm_barrier *b, int n) {
     if (n < 1) return gm_fail(GM_ERR_ARG, "barrier of %d participants", n);
@@ -29,6 +90,7 @@ gm_status gm_barrier_init(gm_barrier *b, int n) {
     atomic_init(&b->arrived, 0);
     atomic_init(&b->generation, 0);
     atomic_init(&b->sleepers, 0);
+    atomic_init(&b->late, 0);
     if (pthread_mutex_init(&b->mu, NULL) != 0) return gm_fail(GM_ERR_NOMEM, "cannot create a mutex");
     if (pthread_cond_init(&b->cv, NULL) != 0) {
         pthread_mutex_destroy(&b->mu);
@@ -44,6 +106,8 @@ void gm_barrier_destroy(gm_barrier *b) {
 
 void gm_barrier_set_spin(gm_barrier *b, int iters) { atomic_store(&b->spin, iters < 0 ? 0 : iters); }
 
+bool gm_barrier_waits_briefly(const gm_barrier *b) { return late_now(&b->late); }
+
 void gm_barrier_wait(gm_barrier *b) {
     if (b->n == 1) return;
     unsigned gen = atomic_load_explicit(&b->generation, memory_order_acquire);
@@ -55,20 +119,16 @@ void gm_barrier_wait(gm_barrier *b) {
         pthread_mutex_unlock(&b->mu);
         return;
     }
-    int spin = atomic_load_explicit(&b->spin, memory_order_relaxed);
-    for (int i = 0; i < spin; i++) {
-        if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen) return;
-        CPU_RELAX();
+    waiter w = wait_begin(&b->late, atomic_load_explicit(&b->spin, memory_order_relaxed));
+    for (int i = 0; atomic_load_explicit(&b->generation, memory_order_acquire) == gen; i++) {
+        if (wait_step(&w, i)) continue;
+        pthread_mutex_lock(&b->mu);
+        atomic_fetch_add(&b->sleepers, 1);
+        while (atomic_load_explicit(&b->generation, memory_order_acquire) == gen) pthread_cond_wait(&b->cv, &b->mu);
+        atomic_fetch_sub(&b->sleepers, 1);
+        pthread_mutex_unlock(&b->mu);
     }
-    for (int i = 0, n = yield_iters(spin); i < n; i++) {
-        if (atomic_load_explicit(&b->generation, memory_order_acquire) != gen) return;
-        sched_yield();
-    }
-    pthread_mutex_lock(&b->mu);
-    atomic_fetch_add(&b->sleepers, 1);
-    while (atomic_load_explicit(&b->generation, memory_order_acquire) == gen) pthread_cond_wait(&b->cv, &b->mu);
-    atomic_fetch_sub(&b->sleepers, 1);
-    pthread_mutex_unlock(&b->mu);
+    wait_end(&w);
 }
 
 /* The pool publishes one job at a time under a generation number. A job is either "static" (every
@@ -103,8 +163,10 @@ struct gm_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* workers sleep here for a new generation */
     atomic_int sleepers;
-    pthread_cond_t done_cv;     /* the caller sleeps here for its job's end (spin 0) */
+    pthread_cond_t done_cv;     /* the caller sleeps here for its job's end */
     atomic_bool caller_sleeps;
+    atomic_int late_workers;    /* how the workers' / the caller's waits end (waiter) */
+    atomic_int late_caller;
 };
 
 typedef struct worker_arg {
@@ -144,22 +206,17 @@ static void *worker_main(void *arg) {
     for (;;) {
         /* wait for a generation we have not handled */
         uint64_t g;
-        int i = 0, spin = atomic_load_explicit(&p->spin, memory_order_relaxed), yields = yield_iters(spin);
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (i < spin) {
-                CPU_RELAX();
-            } else if (i < spin + yields) {
-                sched_yield();
-            } else {
-                pthread_mutex_lock(&p->mu);
-                atomic_fetch_add(&p->sleepers, 1);
-                /* seq_cst with publish(): either it sees this sleeper or this sees its generation */
-                while (atomic_load(&p->gen) == seen) pthread_cond_wait(&p->cv, &p->mu);
-                atomic_fetch_sub(&p->sleepers, 1);
-                pthread_mutex_unlock(&p->mu);
-            }
-            i++;
+        waiter wt = wait_begin(&p->late_workers, atomic_load_explicit(&p->spin, memory_order_relaxed));
+        for (int i = 0; (g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen; i++) {
+            if (wait_step(&wt, i)) continue;
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            /* seq_cst with publish(): either it sees this sleeper or this sees its generation */
+            while (atomic_load(&p->gen) == seen) pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
         }
+        wait_end(&wt);
         /* copy the job (seqlock: the slot must hold generation g before and after) */
         pool_slot *s = &p->slot[g & 1];
         if (atomic_load_explicit(&s->seq, memory_order_acquire) != g) {
@@ -209,24 +266,20 @@ static uint64_t publish(gm_pool *p, gm_pool_fn fn, gm_pool_chunk_fn cfn, void *c
     return g;
 }
 
-/* Wait until the job's participants / chunks are done: spin briefly, then yield the core; with no spin
- * (the YIELD policy) sleep at once, for the reason yield_iters gives. */
+/* Wait until the job's participants / chunks are done (spin, yield, sleep: waiter), woken from sleep by
+ * the thread that finishes the last one. */
 static void wait_done(gm_pool *p) {
-    int spin = atomic_load_explicit(&p->spin, memory_order_relaxed);
     int target = atomic_load_explicit(&p->target, memory_order_relaxed);
-    if (spin == 0) {
-        if (atomic_load_explicit(&p->done, memory_order_acquire) >= target) return;
+    waiter w = wait_begin(&p->late_caller, atomic_load_explicit(&p->spin, memory_order_relaxed));
+    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < target; i++) {
+        if (wait_step(&w, i)) continue;
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_sleeps, true);
         while (atomic_load(&p->done) < target) pthread_cond_wait(&p->done_cv, &p->mu);
         atomic_store(&p->caller_sleeps, false);
         pthread_mutex_unlock(&p->mu);
-        return;
     }
-    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < target; i++) {
-        if (i < spin) CPU_RELAX();
-        else sched_yield();
-    }
+    wait_end(&w);
 }
 
 gm_status gm_pool_create(int n_threads, gm_pool **out) {
@@ -281,6 +334,8 @@ void gm_pool_free(gm_pool *p) {
 }
 
 int gm_pool_size(const gm_pool *p) { return p ? p->n : 1; }
+
+bool gm_pool_waits_briefly(const gm_pool *p) { return p && late_now(&p->late_caller); }
 
 void gm_pool_set_spin(gm_pool *p, int iters) {
     if (p) atomic_store(&p->spin, iters < 0 ? 0 : iters);
