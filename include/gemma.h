@@ -124,7 +124,8 @@ typedef enum gm_precision { GM_PRECISION_EXACT = 0, GM_PRECISION_FAST } gm_preci
 typedef enum gm_kv_type { GM_KV_AUTO = 0, GM_KV_F32, GM_KV_F16 } gm_kv_type;
 
 /* How threads wait for each other (in products, attention and the collectives between devices).
- * SPIN: briefly spin, then yield, then sleep: the fastest wake-up when every thread has its own core.
+ * SPIN: briefly spin, then yield, then sleep: the fastest wake-up when every thread has its own core;
+ * where the waits keep running long (another process holds a core), spin a few microseconds and sleep.
  * YIELD: sleep at once: for more busy threads than cores (devices x threads x local MPI ranks above
  * the CPUs this process may use), where a spinning waiter keeps the thread it waits for off the core
  * (and a yielding one hands a core shared with another process to that process until its next tick).

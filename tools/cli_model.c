@@ -27,8 +27,9 @@ const char *CLI_MODEL_FLAGS_HELP =
     "  --weight-cache DIR     keep the packed weights (one file per model, sharding and device) and the built\n"
     "                         tokenizer (one per model) in DIR, written on the first load: later loads map them\n"
     "                         instead of packing and building (270M: ~0.3 s -> ~0.01 s)\n"
-    "  --wait W               how threads wait for each other: spin (briefly, then yield, then sleep), yield\n"
-    "                         (sleep at once: for more busy threads than cores) or auto (default: yield when\n"
+    "  --wait W               how threads wait for each other: spin (briefly, then yield, then sleep; a few\n"
+    "                         microseconds, then sleep, where waits keep running long), yield (sleep at once:\n"
+    "                         for more busy threads than cores) or auto (default: yield when\n"
     "                         devices x threads x ranks on this host exceed the CPUs this process may use);\n"
     "                         under mpirun also how ranks wait in MPI (OpenMPI's mpi_yield_when_idle, unless\n"
     "                         set: auto polls unless this host's ranks outnumber its CPUs)\n";

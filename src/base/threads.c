@@ -135,8 +135,8 @@ void gm_barrier_wait(gm_barrier *b) {
  * participant i of n runs fn(ctx, i, n), concurrently: callers may synchronize inside it) or
  * "chunked" (chunks 0 .. nchunks-1 are claimed one by one by whichever threads are running, so a
  * thread that another process keeps off its core costs at most the chunk it holds, not its share).
- * Workers wait for a new generation by spinning briefly, then yielding, then sleeping on a condition
- * variable; a worker that wakes after a chunked job is over finds nothing left to claim.
+ * Workers wait for a new generation as a waiter does (above); a worker that wakes after a chunked job
+ * is over finds nothing left to claim.
  *
  * The job description lives in two slots (by generation parity) written before the generation is
  * published; a worker copies its slot and re-checks the slot's generation (a seqlock), so a stale
