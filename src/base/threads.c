@@ -30,7 +30,7 @@ enum { YIELD_ITERS = 200 };
  * `late` scores the waits of one barrier, of a pool's workers or of its caller: +LATE_UP for each over
  * LONG_WAIT_NS, -1 for each shorter one that outlasted 16 pauses, within [0, LATE_MAX]; it climbs past
  * LATE_ON, where the short spin applies, while more than 1 in 25 run long (one core busy: 2 devices of the
- * 270M decode 20 -> 25 tok/s, 2 threads 31 -> 33; quiet: unchanged; docs/BENCHMARKS.md, "Waiting on a
+ * 270M decode 20 -> 26 tok/s, 2 threads 30 -> 32; quiet: unchanged; docs/BENCHMARKS.md, "Waiting on a
  * loaded machine"). */
 enum { SHORT_SPIN_US = 8, LATE_UP = 24, LATE_MAX = 256, LATE_ON = 128 };
 #define LONG_WAIT_NS 200000

@@ -2,7 +2,7 @@
  * over thousands of back-to-back jobs of varying sizes (the stale-worker paths), with more threads
  * than cores; static jobs run every participant once, concurrently (they meet in a barrier); a
  * 1-thread pool runs inline; and a pool with a sleeping worker still finishes chunked jobs. Each with
- * the default spin and with spin 0 (waiters yield at once, as on an oversubscribed machine). Waits that
+ * the default spin and with spin 0 (waiters sleep at once, as on an oversubscribed machine). Waits that
  * keep running long switch a barrier and a pool's caller to brief waits, and short ones switch them
  * back (checked where the machine let the short waits stay short). */
 #define _POSIX_C_SOURCE 200809L
