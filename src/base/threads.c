@@ -63,7 +63,8 @@ static bool wait_step(waiter *w, int i) {
     if (i == 15) w->start_ns = now_ns(), w->end_ns = w->start_ns + SHORT_SPIN_US * 1000;
     if (w->brief) {
         CPU_RELAX();
-        return (i & 15) != 15 || now_ns() < w->end_ns;
+        /* the clock every 16 steps; its first reading (step 15) starts the short spin */
+        return i <= 15 || (i & 15) != 15 || now_ns() < w->end_ns;
     }
     if (i < w->spin) {
         CPU_RELAX();
