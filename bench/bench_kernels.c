@@ -307,7 +307,7 @@ int main(int argc, char **argv) {
                 printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
                 fflush(stdout);
                 if (pops->screen && P[1].kind == GM_PK_D16) /* the screened product of greedy decoding, its inputs included */
-                    bench_screen(pops, pname, shapes, P, x, rb, y, min_time, ii == 1 ? "avx2S" : "screen");
+                    bench_screen(pops, pname, shapes, P, x, rb, y, min_time, ii == 1 ? "avx2S" : ii == 2 ? "avx512S" : "amxS");
             }
             free(xq.q);
             free(xq.q2);

@@ -247,4 +247,4 @@ static void matmul_amx(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq
 }
 
 const gm_packed_ops gm_packed_amx = {gm_quantize_x_avx512, gm_split_bf16_avx512, gm_packed_matvec_avx512, matmul_amx,
-                                     NULL, gm_quantize_x8_ref, NULL, false, false, NULL};
+                                     NULL, gm_quantize_x8_avx512, NULL, false, false, gm_packed_screen_avx512};

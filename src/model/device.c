@@ -65,8 +65,9 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     d->xq.hi = (uint16_t *)terms;
     d->xq.mid = terms ? (uint16_t *)(terms + term) : NULL;
     d->xq.lo = terms ? (uint16_t *)(terms + 2 * term) : NULL;
-    /* the int8 terms of batched products (3 bytes per value; only where the kernels use them) */
-    bool int8 = T > 1 && gm_packed_int8_matmul();
+    /* the int8 terms of batched products and of the screened vocabulary product (3 bytes per value;
+     * only where the kernels use them) */
+    bool int8 = (T > 1 && gm_packed_int8_matmul()) || gm_packed_can_screen(GM_PK_D16);
     if (int8) {
         d->xq.b8 = aligned_alloc(64, (3 * nq + 63) / 64 * 64);
         d->xq.e8 = malloc(nblk * sizeof(float));
@@ -316,7 +317,7 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
     /* the int8 terms feed the batched products, and with --precision fast the single-token ones too */
-    bool quant = false, bf16 = false, int8 = d->xq.b8 && (T > 1 || d->fast), int16 = false;
+    bool quant = false, bf16 = false, int8 = d->xq.b8 && gm_packed_int8_matmul() && (T > 1 || d->fast), int16 = false;
     for (int i = 0; i < n; i++) {
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;

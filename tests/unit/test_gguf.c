@@ -596,7 +596,8 @@ static void test_deferred_arrays(void) {
     static const char *strs[N];
     static float vals[N];
     for (int i = 0; i < N; i++) {
-        snprintf(text[i], sizeof text[i], i % 7 ? "piece%d" : "", i); /* some empty strings too */
+        if (i % 7) snprintf(text[i], sizeof text[i], "piece%d", i);
+        else text[i][0] = '\0'; /* some empty strings too */
         strs[i] = text[i];
         vals[i] = (float)i * 0.5f - 3;
     }
