@@ -210,8 +210,8 @@ gm_status gm_session_forward(gm_session *s, const int32_t *tokens, size_t n, flo
  * what gm_session_forward gives; every other value is an approximation below the top-th largest. The
  * vocabulary product first runs with the input rounded to 8 bits per 32 values, each row with a bound on
  * its error, and then exactly for the rows whose bound reaches the top (docs/DESIGN.md, "The screened
- * vocabulary product"): on AVX2 with a Q8_0, Q5_0 or Q4_0 vocabulary matrix; elsewhere, and for top <= 0
- * or top > 1024, every logit is exact. */
+ * vocabulary product"): on AVX2 and AVX-512 VNNI with a Q8_0, Q5_0 or Q4_0 vocabulary matrix; elsewhere,
+ * and for top <= 0 or top > 1024, every logit is exact. */
 gm_status gm_session_forward_top(gm_session *s, const int32_t *tokens, size_t n, int top, float *logits_last);
 /* Ranks other than 0 call this after loading: it follows rank 0's calls until rank 0 frees the model. */
 gm_status gm_model_serve(gm_model *m);

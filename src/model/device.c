@@ -103,6 +103,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.hi); /* mid and lo live in the same block */
     free(d->xq.b8);
     free(d->screen_bound);
+    free(d->screen_lo);
     free(d->screen_heap);
     free(d->screen_eb);
     free(d->xq.e8);
@@ -176,6 +177,7 @@ typedef struct mm_task {
     size_t ldy;
     float *bound;     /* non-NULL: the screened product (T = 1), bound[r - r0] beside Y (vocab_screen.h) */
     const float *eb;  /* its per-block errors (gm_packed_screen_errors) */
+    double *lo, *hi;  /* with bound: [panels of r0 .. r1] each panel's largest lower / upper bound (gm_screen_summarize) */
     const double *tau;      /* non-NULL (with bound): the screen's exact pass instead, over the panels
                              * holding a row whose upper bound reaches *tau (gm_screen_recompute) */
     _Atomic size_t *exact;  /* rows that pass recomputed */
@@ -227,13 +229,15 @@ static void mm_chunk(void *ctx, int c, int slot) {
         if (b > tk->r1) b = tk->r1;
         if (b <= a) return;
         float *Y = tk->Y + (a - tk->r0);
+        size_t pa = a / GM_PANEL_ROWS - tk->r0 / GM_PANEL_ROWS; /* a's panel in lo, hi */
         if (tk->bound && tk->tau) {
-            size_t done = gm_screen_recompute(&m->packed, a, b, &tk->xq, Y, tk->bound + (a - tk->r0), *tk->tau);
+            size_t done = gm_screen_recompute(&m->packed, a, b, &tk->xq, Y, tk->hi + pa, *tk->tau);
             atomic_fetch_add(tk->exact, done);
             return;
         }
         if (tk->bound) {
             gm_packed_screen(&m->packed, a, b, &tk->xq, tk->eb, Y, tk->bound + (a - tk->r0));
+            gm_screen_summarize(a, b, Y, tk->bound + (a - tk->r0), tk->lo + pa, tk->hi + pa);
             return;
         }
         /* one token: the int16 matvec, or (fast) the int8 matmul's single term where the kind has one */
@@ -654,10 +658,16 @@ static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *lo
     size_t n = tk.r1 - tk.r0;
     bool screen = n >= (size_t)top;
     for (size_t b = 0; b < C / GM_XQ_BLOCK && screen; b++) screen = isfinite(d->xq.e8[b]);
+    size_t panels = (tk.r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS - tk.r0 / GM_PANEL_ROWS;
     if (screen && d->screen_cap < n) {
         float *b = realloc(d->screen_bound, n * sizeof *b);
         if (b) d->screen_bound = b, d->screen_cap = n;
         screen = b != NULL;
+    }
+    if (screen && d->screen_panels < panels) { /* lo and hi in one block */
+        double *p = realloc(d->screen_lo, 2 * panels * sizeof *p);
+        if (p) d->screen_lo = p, d->screen_panels = panels;
+        screen = p != NULL;
     }
     if (screen && !d->screen_eb) screen = (d->screen_eb = malloc(C / GM_XQ_BLOCK * sizeof(float))) != NULL;
     if (screen && d->screen_top < top) {
@@ -668,9 +678,10 @@ static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *lo
     tk.bound = screen ? d->screen_bound : NULL;
     if (screen) gm_packed_screen_errors(&E->packed, d->xn, &tk.xq, d->screen_eb);
     tk.eb = d->screen_eb;
+    tk.lo = d->screen_lo, tk.hi = screen ? d->screen_lo + panels : NULL;
     run_tasks(d, &tk, 1, 1);
     if (screen) {
-        double tau = gm_screen_threshold(tk.Y, tk.bound, n, top, d->screen_heap);
+        double tau = gm_screen_threshold(tk.Y, tk.bound, tk.r0, tk.r1, tk.lo, top, d->screen_heap);
         /* the exact pass on the device's threads too: top-k's 64 reach ~7400 rows (~1 ms on one thread) */
         _Atomic size_t exact = 0;
         tk.tau = &tau, tk.exact = &exact;

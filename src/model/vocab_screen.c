@@ -1,6 +1,7 @@
 #include "model/vocab_screen.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 /* heap[0 .. m) a min-heap: sift heap[i] down */
 static void sift_down(double *heap, int m, int i) {
@@ -16,34 +17,67 @@ static void sift_down(double *heap, int m, int i) {
     }
 }
 
-double gm_screen_threshold(const float *y, const float *bound, size_t n, int top, double *heap) {
-    if (top < 1 || n < (size_t)top) return -INFINITY;
-    /* the first `top` values make the heap; each later one larger than its root replaces the root */
-    for (int i = 0; i < top; i++) heap[i] = (double)y[i] - (double)bound[i];
-    for (int i = top / 2 - 1; i >= 0; i--) sift_down(heap, top, i);
-    for (size_t i = (size_t)top; i < n; i++) {
-        double v = (double)y[i] - (double)bound[i];
-        if (v > heap[0]) {
-            heap[0] = v;
-            sift_down(heap, top, 0);
-        }
+/* A min-heap of the `top` largest values offered (NaN never offered), filled as they come. */
+typedef struct top_heap {
+    double *v;
+    int top, n;
+} top_heap;
+
+static void heap_offer(top_heap *h, double x) {
+    if (h->n < h->top) {
+        h->v[h->n++] = x;
+        if (h->n == h->top)
+            for (int i = h->top / 2 - 1; i >= 0; i--) sift_down(h->v, h->top, i);
+    } else if (x > h->v[0]) {
+        h->v[0] = x;
+        sift_down(h->v, h->top, 0);
     }
-    /* NaN lower bounds never enter, and a NaN root would only lower the threshold: more rows exact */
-    return heap[0] == heap[0] ? heap[0] : -INFINITY;
 }
 
-size_t gm_screen_recompute(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y, const float *bound,
+void gm_screen_summarize(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
+        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        double l = -INFINITY, h = -INFINITY;
+        bool nan = false;
+        for (size_t r = s; r < e; r++) {
+            double v = (double)y[r - a], d = (double)bound[r - a], down = v - d, up = v + d;
+            l = down > l ? down : l; /* a NaN compares false: left out */
+            h = up > h ? up : h;
+            nan |= up != up;
+        }
+        lo[p - a / GM_PANEL_ROWS] = l;
+        hi[p - a / GM_PANEL_ROWS] = nan ? INFINITY : h;
+    }
+}
+
+double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t r1, const double *lo, int top,
+                           double *heap) {
+    if (top < 1 || r1 < r0 + (size_t)top) return -INFINITY;
+    const size_t p0 = r0 / GM_PANEL_ROWS, p1 = (r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
+    /* the top-th largest panel maximum: -inf when there are fewer panels than top */
+    top_heap h = {heap, top, 0};
+    for (size_t p = p0; p < p1; p++) heap_offer(&h, lo[p - p0]);
+    const double t0 = h.n == top ? heap[0] : -INFINITY;
+    h.n = 0;
+    for (size_t p = p0; p < p1; p++) {
+        if (lo[p - p0] < t0) continue; /* every row below t0, so below the answer */
+        size_t s = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < r1 ? (p + 1) * GM_PANEL_ROWS : r1;
+        for (size_t r = s; r < e; r++) {
+            double v = (double)y[r - r0] - (double)bound[r - r0];
+            heap_offer(&h, v == v ? v : -INFINITY);
+        }
+    }
+    return heap[0];
+}
+
+size_t gm_screen_recompute(const gm_packed *P, size_t a, size_t b, const gm_xq *xq, float *y, const double *hi,
                            double tau) {
     size_t done = 0;
-    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
-        size_t a = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS;
-        size_t b = (p + 1) * GM_PANEL_ROWS < r1 ? (p + 1) * GM_PANEL_ROWS : r1;
-        bool reach = false;
-        /* !(upper < tau): a NaN value or bound counts as reaching, so it is recomputed */
-        for (size_t r = a; r < b; r++) reach |= !((double)y[r - r0] + (double)bound[r - r0] < tau);
-        if (!reach) continue;
-        gm_packed_matvec(P, a, b, xq, y + (a - r0));
-        done += b - a;
+    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
+        if (hi[p - a / GM_PANEL_ROWS] < tau) continue;
+        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        gm_packed_matvec(P, s, e, xq, y + (s - a));
+        done += e - s;
     }
     return done;
 }
