@@ -177,7 +177,8 @@ typedef struct mm_task {
     size_t ldy;
     float *bound;     /* non-NULL: the screened product (T = 1), bound[r - r0] beside Y (vocab_screen.h) */
     const float *eb;  /* its per-block errors (gm_packed_screen_errors) */
-    double *lo, *hi;  /* with bound: [panels of r0 .. r1] each panel's largest lower / upper bound (gm_screen_summarize) */
+    double *lo, *hi;  /* with bound: [panels of r0 .. r1] each panel's largest lower / upper bound
+                       * (gm_screen_summarize) */
     const double *tau;      /* non-NULL (with bound): the screen's exact pass instead, over the panels
                              * holding a row whose upper bound reaches *tau (gm_screen_recompute) */
     _Atomic size_t *exact;  /* rows that pass recomputed */

@@ -34,9 +34,16 @@ static void heap_offer(top_heap *h, double x) {
     }
 }
 
+/* Rows [*s, *e) of panel p within [a, b). */
+static void panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
+    *s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
+    *e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+}
+
 void gm_screen_summarize(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
     for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
-        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        size_t s, e;
+        panel_rows(p, a, b, &s, &e);
         double l = -INFINITY, h = -INFINITY;
         bool nan = false;
         for (size_t r = s; r < e; r++) {
@@ -61,7 +68,8 @@ double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t
     h.n = 0;
     for (size_t p = p0; p < p1; p++) {
         if (lo[p - p0] < t0) continue; /* every row below t0, so below the answer */
-        size_t s = p * GM_PANEL_ROWS < r0 ? r0 : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < r1 ? (p + 1) * GM_PANEL_ROWS : r1;
+        size_t s, e;
+        panel_rows(p, r0, r1, &s, &e);
         for (size_t r = s; r < e; r++) {
             double v = (double)y[r - r0] - (double)bound[r - r0];
             heap_offer(&h, v == v ? v : -INFINITY);
@@ -75,7 +83,8 @@ size_t gm_screen_recompute(const gm_packed *P, size_t a, size_t b, const gm_xq *
     size_t done = 0;
     for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
         if (hi[p - a / GM_PANEL_ROWS] < tau) continue;
-        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS, e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        size_t s, e;
+        panel_rows(p, a, b, &s, &e);
         gm_packed_matvec(P, s, e, xq, y + (s - a));
         done += e - s;
     }

@@ -4,8 +4,8 @@
  *  - every logit at or above the top-th largest exact one is bit for bit the exact one;
  *  - every other value is below it (4 steps and 3 of the meshes under the sanitizers);
  * so greedy and top-k sampling read exactly what the whole product gives. Where the chosen kernels
- * screen (AVX2, AVX-512 VNNI, AMX), the screen must have run at every step, and recomputed exactly fewer than 1 % of the
- * rows per step for top 1 and 10 % for the others (else it would cost more than it saves). */
+ * screen (AVX2, AVX-512 VNNI, AMX), the screen must have run at every step, and recomputed exactly fewer
+ * than 1 % of the rows per step for top 1 and 10 % for the others (else it would cost more than it saves). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

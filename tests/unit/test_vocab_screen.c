@@ -64,8 +64,9 @@ static void test_threshold(size_t r0, size_t r1, int nan_every, bool ties, int c
         int top = tops[k];
         double want = (size_t)top <= n ? all[top - 1] : -INFINITY;
         double got = gm_screen_threshold(y, bound, r0, r1, lo, top, heap);
-        CHECK(memcmp(&got, &want, sizeof got) == 0 || got == want, "rows [%zu, %zu) top %d (NaN every %d%s): threshold %.17g, the sorted rows say %.17g",
-              r0, r1, top, nan_every, ties ? ", ties" : "", got, want);
+        CHECK(memcmp(&got, &want, sizeof got) == 0 || got == want,
+              "rows [%zu, %zu) top %d (NaN every %d%s): threshold %.17g, the sorted rows say %.17g", r0, r1, top,
+              nan_every, ties ? ", ties" : "", got, want);
         /* which panels the exact pass takes: by the summary, and by the rule over every row */
         double taus[] = {want, got, 0.5, -INFINITY, INFINITY};
         int bad = 0;
