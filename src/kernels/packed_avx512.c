@@ -454,13 +454,14 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
 }
 
 /* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
- * `one`, the first term alone (xq->fast: llama.cpp's 8-bit rounding, a third of the dot products) */
+ * `one`, the first term alone (xq->fast: llama.cpp's 8-bit rounding, a third of the dot products); with
+ * `bound` (D16, one input, its first term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
-                     const gm_xq *xq, size_t t0, float *Y, size_t ldy) {
+                     const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldd = xq->ldd;
     const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
     const uint8_t *t = P->data + p * P->panel_bytes;
-    __m512 acc[NT8_FAST];
+    __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
@@ -499,6 +500,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             if (K == GM_PK_D16 || K == GM_PK_N5D) {
                 __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
+                if (bound) bacc = _mm512_fmadd_ps(_mm512_abs_ps(s), _mm512_set1_ps(eb[b]), bacc);
             } else { /* w = s q + m: the m part needs the block sum of x */
                 const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
                 float sx = one ? e * (float)S[0] : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
@@ -509,6 +511,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     }
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) store_rows(Y + (t0 + (size_t)j) * ldy, acc[j], p, r0, r1);
+    if (bound) store_rows(bound, bacc, p, r0, r1);
 }
 
 GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
@@ -516,14 +519,15 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         size_t t = 0;
         if (xq->fast) {
-            for (; t + NT8_FAST <= T; t += NT8_FAST) matmul8_k(K, NT8_FAST, true, P, p, r0, r1, xq, t, Y, ldy);
-            for (; t + 4 <= T; t += 4) matmul8_k(K, 4, true, P, p, r0, r1, xq, t, Y, ldy);
-            for (; t < T; t++) matmul8_k(K, 1, true, P, p, r0, r1, xq, t, Y, ldy);
+            for (; t + NT8_FAST <= T; t += NT8_FAST)
+                matmul8_k(K, NT8_FAST, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+            for (; t + 4 <= T; t += 4) matmul8_k(K, 4, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+            for (; t < T; t++) matmul8_k(K, 1, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
             continue;
         }
-        for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, false, P, p, r0, r1, xq, t, Y, ldy);
-        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, false, P, p, r0, r1, xq, t, Y, ldy);
-        for (; t < T; t++) matmul8_k(K, 1, false, P, p, r0, r1, xq, t, Y, ldy);
+        for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+        for (; t < T; t++) matmul8_k(K, 1, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
     }
 }
 
@@ -539,37 +543,14 @@ static void packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, cons
     }
 }
 
-/* ---- the screened product (packed.h, gm_packed_screen): one input, its first int8 term alone ---- */
-
-/* As matmul8_k's fast single token, with the bound sum |d| eb beside it: a quarter of the exact
- * matvec's dot products (8 vpdpbusd per tile against 32 vpdpwssd), the same widenings. */
+/* The screened product (packed.h, gm_packed_screen): one input, its first int8 term alone, as fast decode
+ * runs it, with the bound beside it: a quarter of the exact matvec's dot products (8 vpdpbusd per tile
+ * against 32 vpdpwssd), the same widenings. */
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                              float *bound) {
     if (r1 <= r0 || P->kind != GM_PK_D16) return;
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
-    const gm_prefetch pf = gm_packed_prefetch();
-    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
-        const uint8_t *t = P->data + p * P->panel_bytes;
-        __m512 acc = _mm512_setzero_ps(), bacc = acc;
-        for (size_t b = 0; b < tiles; b++, t += tb) {
-            prefetch_stream(t, pf, tb);
-            const int32_t *x = (const int32_t *)(xq->b8 + 96 * b);
-            __m512i even = _mm512_setzero_si512(), odd = even; /* two chains of 4 instead of one of 8 */
-#pragma GCC unroll 4
-            for (int g = 0; g < 8; g += 2) {
-                even = _mm512_dpbusd_epi32(even, tile_u8(GM_PK_D16, t, g), _mm512_set1_epi32(x[g]));
-                odd = _mm512_dpbusd_epi32(odd, tile_u8(GM_PK_D16, t, g + 1), _mm512_set1_epi32(x[g + 1]));
-            }
-            /* the codes went in as q + 128 (u8): take 128 x the block's sum of the term back out */
-            __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(128 * xq->s8[3 * b]));
-            __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(s, _mm512_set1_ps(xq->e8[b])), acc);
-            bacc = _mm512_fmadd_ps(_mm512_and_ps(s, absmask), _mm512_set1_ps(eb[b]), bacc);
-        }
-        store_rows(y, acc, p, r0, r1);
-        store_rows(bound, bacc, p, r0, r1);
-    }
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+        matmul8_k(GM_PK_D16, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
 }
 
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
