@@ -27,6 +27,15 @@ GM_AI bool attn_span(const gm_attn_rows *a, size_t H, int *lo, int *hi) {
     return false;
 }
 
+/* [glo, ghi]: the positions rows i0 .. i0 + rn - 1 (one group) read, within attn_span's [lo, hi] */
+GM_AI void attn_group_span(const gm_attn_rows *a, int i0, int rn, int *glo, int *ghi) {
+    *glo = a->first[i0], *ghi = a->last[i0];
+    for (int i = i0 + 1; i < i0 + rn; i++) {
+        if (a->first[i] < *glo) *glo = a->first[i];
+        if (a->last[i] > *ghi) *ghi = a->last[i];
+    }
+}
+
 /* Row i's scores sc[len] before the softmax: false for an empty piece (no weight anywhere: sc zeroed),
  * else the softcap applied over [f, l] and *mx their maximum. */
 GM_AI bool attn_row_start(const gm_attn_rows *a, int i, float *sc, size_t len, int lo, float softcap, size_t *f,
@@ -39,8 +48,14 @@ GM_AI bool attn_row_start(const gm_attn_rows *a, int i, float *sc, size_t len, i
     *f = (size_t)(a->first[i] - lo), *l = (size_t)(a->last[i] - lo);
     if (softcap > 0)
         for (size_t s = *f; s <= *l; s++) sc[s] = softcap * tanhf(sc[s] / softcap);
+    /* 8 running maxima: one chain of dependent compares over 4096 positions held up every row */
+    float m8[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    size_t s = *f;
+    for (; s + 8 <= *l + 1; s += 8)
+        for (int k = 0; k < 8; k++) m8[k] = sc[s + k] > m8[k] ? sc[s + k] : m8[k];
     float m = -INFINITY;
-    for (size_t s = *f; s <= *l; s++) m = sc[s] > m ? sc[s] : m;
+    for (; s <= *l; s++) m = sc[s] > m ? sc[s] : m;
+    for (int k = 0; k < 8; k++) m = m8[k] > m ? m8[k] : m;
     *mx = m;
     return true;
 }

@@ -32,21 +32,26 @@ void gm_exp_sums_f32(const float *x, size_t n, float max, const float *floors, i
 /* y += a * x */
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
 
-/* Attention of up to 4 query rows that share one kv head: row i sees positions [first[i], last[i]];
- * position s's key is at K + (s % slots) * stride elements (values likewise), f32 or f16 (kv_f16).
- * Row i's output out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: 4 * (max last - min
- * first + 1) floats of scratch. Queries are already scaled.
+/* Attention of up to GM_ATTN_ROWS_MAX query rows that share one kv head: row i sees positions
+ * [first[i], last[i]]; position s's key is at K + (s % slots) * stride elements (values likewise), f32 or
+ * f16 (kv_f16). Row i's output out[i] = sum_s softmax_s(q_i . k_s [softcapped]) v_s. scores: n * (max
+ * last - min first + 1) floats of scratch. Queries are already scaled. The rows are taken in groups of 4
+ * (0-3, 4-7, ...) that the SIMD kernels treat as one: a prefill passes the query heads of a few
+ * consecutive tokens, a group per token (or per two tokens of two heads each), so that every key and value
+ * comes from memory once for all of them instead of once per token; each row's result (keys and values
+ * finite) does not depend on which rows share its call.
  *
  * A piece of a row's positions (split decoding: threads take pieces of one long row, each reading its
  * part of the cache once): with max_out and sum_out set, row i's output is left unnormalized,
  * out[i] = sum_s e^(score_s - m) v_s with m = max_out[i] = its largest score and
  * sum_out[i] = sum_s e^(score_s - m); gm_attention_merge then combines the pieces. A row with
  * first > last is an empty piece: out 0, max -inf, sum 0. */
+enum { GM_ATTN_ROWS_MAX = 32 };
 typedef struct gm_attn_rows {
     int n;
-    const float *q[4];
-    float *out[4];
-    int first[4], last[4];
+    const float *q[GM_ATTN_ROWS_MAX];
+    float *out[GM_ATTN_ROWS_MAX];
+    int first[GM_ATTN_ROWS_MAX], last[GM_ATTN_ROWS_MAX];
     float *max_out, *sum_out; /* [n], or NULL for normalized outputs */
     bool kv_f16;              /* K and V hold IEEE half values (--precision fast), else f32 */
 } gm_attn_rows;

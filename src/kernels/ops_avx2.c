@@ -91,33 +91,48 @@ GM_AI __m256 kv8(const void *row, size_t j, const bool f16) {
 
 enum { KEY_AHEAD = 2, VALUE_AHEAD = 8 }; /* as the AVX-512 kernel (ops_avx512.c) */
 
-/* The AVX-512 kernel's plan (ops_avx512.c): each key and value row read once for all rows, scores,
- * softmax per row over its own positions, then the value sums 16 columns at a time. */
-GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
-                            float softcap, float *scores, const bool f16) {
+/* The scores of ng (1 or 2) groups of 4 rows from q[0 .. 4 ng) at positions [lo, hi], each key row loaded
+ * once for them: 4 ng accumulators beside the key in the 16 registers. */
+GM_AI void attn_scores(int ng, const float *const *q, const char *K, size_t stride, int slots, size_t H, int lo,
+                       int hi, size_t len, int n, float *scores, const bool f16) {
     const size_t es = f16 ? 2 : 4;
-    const char *K = Kv, *V = Vv;
-    const int n = a->n;
-    int lo, hi;
-    if (!attn_span(a, H, &lo, &hi)) return;
-    const size_t len = (size_t)(hi - lo + 1);
-    const float *q[4];
-    for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
     size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
     for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
         const char *k = K + slot * stride * es;
         prefetch_lines_l1(K + ahead * stride * es, H * es);
-        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        __m256 c[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 4 * ng; r++) c[r] = _mm256_setzero_ps();
         for (size_t j = 0; j < H; j += 8) {
             __m256 kv = kv8(k, j, f16);
-            c0 = _mm256_fmadd_ps(_mm256_loadu_ps(q[0] + j), kv, c0);
-            c1 = _mm256_fmadd_ps(_mm256_loadu_ps(q[1] + j), kv, c1);
-            c2 = _mm256_fmadd_ps(_mm256_loadu_ps(q[2] + j), kv, c2);
-            c3 = _mm256_fmadd_ps(_mm256_loadu_ps(q[3] + j), kv, c3);
+#pragma GCC unroll 8
+            for (int r = 0; r < 4 * ng; r++) c[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + j), kv, c[r]);
         }
-        float d[4];
-        _mm_storeu_ps(d, hsum8x4(c0, c1, c2, c3));
-        for (int i = 0; i < n; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i];
+#pragma GCC unroll 2
+        for (int g = 0; g < ng; g++) {
+            float d[4];
+            _mm_storeu_ps(d, hsum8x4(c[4 * g], c[4 * g + 1], c[4 * g + 2], c[4 * g + 3]));
+            for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
+        }
+    }
+}
+
+/* The AVX-512 kernel's plan (ops_avx512.c): scores with each key row read once for two groups of rows,
+ * softmax per row over its own positions, then the value sums 16 columns at a time, a group at a time. */
+GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
+                            float softcap, float *scores, const bool f16) {
+    const size_t es = f16 ? 2 : 4;
+    const char *K = Kv, *V = Vv;
+    const int n = a->n, ng = (n + 3) / 4;
+    int lo, hi;
+    if (!attn_span(a, H, &lo, &hi)) return;
+    const size_t len = (size_t)(hi - lo + 1);
+    const float *q[GM_ATTN_ROWS_MAX];
+    for (int i = 0; i < GM_ATTN_ROWS_MAX; i++) q[i] = a->q[i < n ? i : 0];
+    for (int g = 0; g < ng; g += 2) { /* rows 4 g .. 4 g + 7 (the score rows past n are not written) */
+        float *sc = scores + (size_t)(4 * g) * len;
+        if (ng - g >= 2) attn_scores(2, q + 4 * g, K, stride, slots, H, lo, hi, len, n - 4 * g, sc, f16);
+        else attn_scores(1, q + 4 * g, K, stride, slots, H, lo, hi, len, n - 4 * g, sc, f16);
     }
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
@@ -141,32 +156,38 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
         }
         attn_row_finish(a, i, sc, len, f, l, mx, total);
     }
-    for (size_t c = 0; c < H; c += 16) { /* 16 columns: 4 rows x 2 accumulators and the values fit in 16 registers */
-        __m256 acc[4][2];
-        for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-        size_t vslot = (size_t)lo % (size_t)slots, vahead = ((size_t)lo + VALUE_AHEAD) % (size_t)slots;
-        for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
-            const char *v = V + vslot * stride * es;
-            prefetch_lines_l1(V + vahead * stride * es + c * es, 16 * es);
-            __m256 v0 = kv8(v, c, f16), v1 = kv8(v, c + 8, f16);
+    /* 16 columns: 4 rows x 2 accumulators and the values fit in 16 registers; a group over its own positions */
+    for (size_t c = 0; c < H; c += 16)
+        for (int g = 0; g < ng; g++) {
+            const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
+            int glo, ghi;
+            attn_group_span(a, i0, rn, &glo, &ghi);
+            __m256 acc[4][2];
+            for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+            size_t vslot = (size_t)glo % (size_t)slots, vahead = ((size_t)glo + VALUE_AHEAD) % (size_t)slots;
+            for (int s = glo; s <= ghi; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
+                const char *v = V + vslot * stride * es;
+                prefetch_lines_l1(V + vahead * stride * es + c * es, 16 * es);
+                __m256 v0 = kv8(v, c, f16), v1 = kv8(v, c + 8, f16);
+                const float *p = scores + (size_t)i0 * len + (size_t)(s - lo);
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                if (i >= n) break;
-                __m256 p = _mm256_set1_ps(scores[(size_t)i * len + s]);
-                acc[i][0] = _mm256_fmadd_ps(p, v0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(p, v1, acc[i][1]);
+                for (int i = 0; i < 4; i++) {
+                    if (i >= rn) break;
+                    __m256 pi = _mm256_set1_ps(p[(size_t)i * len]);
+                    acc[i][0] = _mm256_fmadd_ps(pi, v0, acc[i][0]);
+                    acc[i][1] = _mm256_fmadd_ps(pi, v1, acc[i][1]);
+                }
+            }
+            for (int i = 0; i < rn; i++) {
+                _mm256_storeu_ps(a->out[i0 + i] + c, acc[i][0]);
+                _mm256_storeu_ps(a->out[i0 + i] + c + 8, acc[i][1]);
             }
         }
-        for (int i = 0; i < n; i++) {
-            _mm256_storeu_ps(a->out[i] + c, acc[i][0]);
-            _mm256_storeu_ps(a->out[i] + c + 8, acc[i][1]);
-        }
-    }
 }
 
 static void attention_rows_avx2(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                                 size_t H, float softcap, float *scores) {
-    if (H % 16 || a->n > 4) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+    if (H % 16 || a->n > GM_ATTN_ROWS_MAX) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
     else if (a->kv_f16) attention_rows_t(a, K, V, stride, slots, H, softcap, scores, true);
     else attention_rows_t(a, K, V, stride, slots, H, softcap, scores, false);
 }

@@ -76,41 +76,90 @@ GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
 }
 
 /* Rows share each key and value load: scores for all rows at a position, then softmax per row,
- * then the value sum 64 columns at a time with every row's accumulators in registers. Decode reads
- * the cache cold (a token's weights stream through the caches between layers), so each step asks
- * for what it will read KEY_AHEAD / VALUE_AHEAD positions later: the whole key row, the value row's
- * columns of this pass (the hardware prefetcher alone left 120 us per 512-position layer,
- * `bench_attention`; with these 76-100 us; 270M decode +4 % at 512 positions, +5-9 % at 2048). */
-enum { KEY_AHEAD = 2, VALUE_AHEAD = 8 };
+ * then the value sums with a group's accumulators in registers. Decode reads the cache cold (a
+ * token's weights stream through the caches between layers), so the scores ask for the key row
+ * KEY_AHEAD positions later (the hardware prefetcher alone left 120 us per 512-position layer,
+ * `bench_attention`; with the keys and values asked for ahead 76-100 us; 270M decode +4 % at 512
+ * positions, +5-9 % at 2048), and the value sums for the next block's values. */
+enum { KEY_AHEAD = 4, VALUE_BLOCK = 32 };
+
+enum { QS = 256 }; /* row stride of the queries' copy: head_dim <= QS (attention_rows_avx512) */
+
+/* Scores of the 4 rows of group g (queries qb + 4 g QS ..) at 4 positions (key rows k[0..3]): a 4 x 4 tile
+ * of 16-lane sums, so that each query and key load feeds 4 FMAs; the same sums, in the same order, as
+ * one position at a time. */
+GM_AI void attn_tile4(const float *qb, int g, const char *const *k, size_t H, int n, float *scores, size_t len,
+                      size_t at, const bool f16) {
+    __m512 c[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int p = 0; p < 4; p++) c[r][p] = _mm512_setzero_ps();
+    const float *q = qb + (size_t)(4 * g) * QS;
+    for (size_t j = 0; j < H; j += 16) {
+        __m512 k0 = kv16(k[0], j, f16), k1 = kv16(k[1], j, f16), k2 = kv16(k[2], j, f16), k3 = kv16(k[3], j, f16);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            __m512 qv = _mm512_load_ps(q + (size_t)r * QS + j);
+            c[r][0] = _mm512_fmadd_ps(qv, k0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(qv, k1, c[r][1]);
+            c[r][2] = _mm512_fmadd_ps(qv, k2, c[r][2]);
+            c[r][3] = _mm512_fmadd_ps(qv, k3, c[r][3]);
+        }
+    }
+    for (int r = 0; r < 4 && 4 * g + r < n; r++)
+        _mm_storeu_ps(scores + (size_t)(4 * g + r) * len + at, hsum16x4(c[r][0], c[r][1], c[r][2], c[r][3]));
+}
+
+/* The scores of ng groups of 4 rows at positions [lo, hi], 4 positions at a time (their key rows stay in L1
+ * for every group), the last few one at a time. */
+GM_AI void attn_scores(int ng, const float *qb, const char *K, size_t stride, int slots, size_t H, int lo, int hi,
+                       size_t len, int n, float *scores, const bool f16) {
+    const size_t es = f16 ? 2 : 4;
+    /* slot = s % slots, stepped without a division */
+    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
+    int s = lo;
+    for (; s + 3 <= hi; s += 4) {
+        const char *k[4];
+        for (int p = 0; p < 4; p++) {
+            k[p] = K + slot * stride * es;
+            prefetch_lines_l1(K + ahead * stride * es, H * es);
+            slot = next_slot(slot, slots), ahead = next_slot(ahead, slots);
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < ng; g++) attn_tile4(qb, g, k, H, n, scores, len, (size_t)(s - lo), f16);
+    }
+    for (; s <= hi; s++, slot = next_slot(slot, slots)) /* the last 0-3 positions, a group at a time */
+        for (int g = 0; g < ng; g++) {
+            const char *k = K + slot * stride * es;
+            __m512 c[4];
+            for (int r = 0; r < 4; r++) c[r] = _mm512_setzero_ps();
+            for (size_t j = 0; j < H; j += 16) {
+                __m512 kv = kv16(k, j, f16);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    c[r] = _mm512_fmadd_ps(_mm512_load_ps(qb + (size_t)(4 * g + r) * QS + j), kv, c[r]);
+            }
+            float d[4];
+            _mm_storeu_ps(d, hsum16x4(c[0], c[1], c[2], c[3]));
+            for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
+        }
+}
 
 GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
                             float softcap, float *scores, const bool f16) {
     const size_t es = f16 ? 2 : 4; /* bytes per cache element */
     const char *K = Kv, *V = Vv;
-    const int n = a->n;
+    const int n = a->n, ng = (n + 3) / 4;
     int lo, hi;
     if (!attn_span(a, H, &lo, &hi)) return;
     const size_t len = (size_t)(hi - lo + 1);
-    const float *q[4];
-    for (int i = 0; i < 4; i++) q[i] = a->q[i < n ? i : 0];
+    /* the queries side by side at a fixed stride (rows past n zero): loads at constant offsets from one
+     * base, where 16 row pointers did not fit the registers beside the accumulators */
+    _Alignas(64) float qb[GM_ATTN_ROWS_MAX * QS];
+    for (int i = 0; i < 4 * ng; i++)
+        if (i < n) memcpy(qb + (size_t)i * QS, a->q[i], H * sizeof(float));
+        else memset(qb + (size_t)i * QS, 0, H * sizeof(float));
     /* scores: sc[i][s - lo] */
-    /* slot = s % slots, stepped without a division */
-    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
-    for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
-        const char *k = K + slot * stride * es;
-        prefetch_lines_l1(K + ahead * stride * es, H * es);
-        __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-        for (size_t j = 0; j < H; j += 16) {
-            __m512 kv = kv16(k, j, f16);
-            c0 = _mm512_fmadd_ps(_mm512_loadu_ps(q[0] + j), kv, c0);
-            c1 = _mm512_fmadd_ps(_mm512_loadu_ps(q[1] + j), kv, c1);
-            c2 = _mm512_fmadd_ps(_mm512_loadu_ps(q[2] + j), kv, c2);
-            c3 = _mm512_fmadd_ps(_mm512_loadu_ps(q[3] + j), kv, c3);
-        }
-        float d[4];
-        _mm_storeu_ps(d, hsum16x4(c0, c1, c2, c3));
-        for (int i = 0; i < n; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i];
-    }
+    attn_scores(ng, qb, K, stride, slots, H, lo, hi, len, n, scores, f16);
     /* softmax per row over its own positions; zero probability outside them */
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
@@ -136,35 +185,61 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
         double total = _mm512_reduce_add_pd(sum);
         attn_row_finish(a, i, sc, len, f, l, mx, total);
     }
-    /* out[i] = sum_s p_i[s] v_s, 64 columns at a time */
-    for (size_t c = 0; c < H; c += 64) {
-        __m512 acc[4][4];
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
-        size_t vslot = (size_t)lo % (size_t)slots, vahead = ((size_t)lo + VALUE_AHEAD) % (size_t)slots;
-        for (size_t s = 0; s < len; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
-            const char *v = V + vslot * stride * es;
-            prefetch_lines_l1(V + vahead * stride * es + c * es, 64 * es); /* this pass's 64 columns */
-            __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16),
-                   v3 = kv16(v, c + 48, f16);
+    /* out[i] = sum_s p_i[s] v_s in blocks of VALUE_BLOCK positions: in a block, each group of 4 rows over
+     * its own positions, 64 columns at a time, the sums kept in out between blocks (the same additions in
+     * the same order as one pass over all positions). A block's values (VALUE_BLOCK x H) come from L3 or
+     * memory once for all groups and columns; while the first group sums a block, the same columns of
+     * the next one are fetched. */
+    for (int g = 0; g < ng; g++) { /* a group whose rows all read nothing (empty pieces): zero outputs */
+        const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
+        int glo, ghi;
+        attn_group_span(a, i0, rn, &glo, &ghi);
+        for (int i = i0; glo > ghi && i < i0 + rn; i++) memset(a->out[i], 0, H * sizeof(float));
+    }
+    for (int sb = lo; sb <= hi; sb += VALUE_BLOCK) {
+        const int se = hi - sb < VALUE_BLOCK ? hi : sb + VALUE_BLOCK - 1;
+        bool first_group = true;
+        for (int g = 0; g < ng; g++) {
+            const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
+            int glo, ghi;
+            attn_group_span(a, i0, rn, &glo, &ghi);
+            const int s0 = glo > sb ? glo : sb, s1 = ghi < se ? ghi : se;
+            if (s0 > s1) continue;
+            const bool fetch = first_group;
+            first_group = false;
+            for (size_t c = 0; c < H; c += 64) {
+                __m512 acc[4][4];
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++)
+                        acc[i][j] = s0 == glo || i >= rn ? _mm512_setzero_ps()
+                                                         : _mm512_loadu_ps(a->out[i0 + i] + c + 16 * j);
+                size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
+                for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
+                    const char *v = V + vslot * stride * es;
+                    if (fetch) prefetch_lines_l1(V + vahead * stride * es + c * es, 64 * es);
+                    __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16),
+                           v3 = kv16(v, c + 48, f16);
+                    const float *p = scores + (size_t)i0 * len + (size_t)(s - lo);
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                if (i >= n) break;
-                __m512 p = _mm512_set1_ps(scores[(size_t)i * len + s]);
-                acc[i][0] = _mm512_fmadd_ps(p, v0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(p, v1, acc[i][1]);
-                acc[i][2] = _mm512_fmadd_ps(p, v2, acc[i][2]);
-                acc[i][3] = _mm512_fmadd_ps(p, v3, acc[i][3]);
+                    for (int i = 0; i < 4; i++) {
+                        if (i >= rn) break;
+                        __m512 pi = _mm512_set1_ps(p[(size_t)i * len]);
+                        acc[i][0] = _mm512_fmadd_ps(pi, v0, acc[i][0]);
+                        acc[i][1] = _mm512_fmadd_ps(pi, v1, acc[i][1]);
+                        acc[i][2] = _mm512_fmadd_ps(pi, v2, acc[i][2]);
+                        acc[i][3] = _mm512_fmadd_ps(pi, v3, acc[i][3]);
+                    }
+                }
+                for (int i = 0; i < rn; i++)
+                    for (int j = 0; j < 4; j++) _mm512_storeu_ps(a->out[i0 + i] + c + 16 * j, acc[i][j]);
             }
         }
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < 4; j++) _mm512_storeu_ps(a->out[i] + c + 16 * j, acc[i][j]);
     }
 }
 
 static void attention_rows_avx512(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                                   size_t H, float softcap, float *scores) {
-    if (H % 64 || a->n > 4) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+    if (H % 64 || H > QS || a->n > GM_ATTN_ROWS_MAX) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
     else if (a->kv_f16) attention_rows_t(a, K, V, stride, slots, H, softcap, scores, true);
     else attention_rows_t(a, K, V, stride, slots, H, softcap, scores, false);
 }

@@ -30,12 +30,13 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     size_t NH = (size_t)cfg->n_heads * H, KH = (size_t)cfg->n_kv_heads * H;
     size_t wide = max3(D, F, NH);
     size_t NP = (size_t)cfg->n_heads * GM_ATTN_PIECES_MAX;
+    size_t L = (size_t)cache_length, wide_span = L < GM_ATTN_WIDE_SPAN ? L : GM_ATTN_WIDE_SPAN;
+    d->score_cap = 4 * L > GM_ATTN_ROWS_MAX * wide_span ? 4 * L : GM_ATTN_ROWS_MAX * wide_span;
     float **bufs[] = {&d->x, &d->xn, &d->q, &d->k, &d->v, &d->att, &d->y, &d->gate, &d->up, &d->pack, &d->scores,
                       &d->inv_freq_local, &d->inv_freq_global, &d->xa, &d->ya, &d->rope_local, &d->rope_global,
                       &d->attn_part, &d->attn_max, &d->attn_sum};
     size_t sizes[] = {T * D, T * D, T * NH, T * KH, T * KH, T * NH, T * wide, T * F, T * F, T * wide,
-                      (size_t)threads * 4 * (size_t)cache_length, H / 2, H / 2, T * wide, T * wide, T * H, T * H,
-                      NP * H, NP, NP};
+                      (size_t)threads * d->score_cap, H / 2, H / 2, T * wide, T * wide, T * H, T * H, NP * H, NP, NP};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *bufs[i] = malloc(sizes[i] * sizeof(float) + 64);
         d->activation_bytes += sizes[i] * sizeof(float) + 64;
@@ -431,6 +432,7 @@ typedef struct attn_job {
     int layer;
     bool global;
     int t0, T, rows; /* tokens [t0, t0 + T); rows: query heads per piece of work (<= 4, <= heads per kv head) */
+    int tokens;  /* consecutive tokens per piece of work (rows x tokens <= GM_ATTN_ROWS_MAX) */
     int pieces;  /* > 1: one token, its positions cut into this many pieces (split decoding) */
 } attn_job;
 
@@ -439,44 +441,65 @@ static int attn_first(const gm_config *c, bool global, int p) {
     return !global && c->sliding_window > 0 && p - c->sliding_window + 1 > 0 ? p - c->sliding_window + 1 : 0;
 }
 
-/* Chunk = (token t, kv head, run of up to `rows` of its query heads, piece of the positions): the heads
- * of a run share every key and value read of that token's cache. With one piece the outputs are final;
- * with several (T = 1) each chunk reads only its piece of the cache and leaves unnormalized outputs in
- * attn_part, merged by attention(). */
+/* The rows gathered in a (all of one sequence's cache, kv) against kv head kvh of the job's layer */
+static void attn_rows_run(const attn_job *j, gm_attn_rows *a, const gm_kv_cache *kv, int kvh, float *scores) {
+    const gm_config *c = j->d->cfg;
+    size_t H = (size_t)c->head_dim, KH = (size_t)c->n_kv_heads * H;
+    const gm_kv_layer *L = &kv->layers[j->layer];
+    a->kv_f16 = kv->f16;
+    size_t head = (size_t)kvh * H * (a->kv_f16 ? 2 : sizeof(float)); /* bytes to this kv head */
+    gm_attention_rows(a, (const char *)L->k + head, (const char *)L->v + head, KH, L->slots, H, c->attn_softcap,
+                      scores);
+}
+
+/* Chunk = (run of `tokens` consecutive tokens, kv head, run of up to `rows` of its query heads, piece of
+ * the positions): the rows of a chunk share every key and value read of their cache (tokens of another
+ * sequence in the batch, with another cache, go in a call of their own). With one piece the outputs are
+ * final; with several (one token) each chunk reads only its piece of the cache and leaves unnormalized
+ * outputs in attn_part, merged by attention(). */
 static void attn_chunk(void *ctx, int chunk, int slot) {
     attn_job *j = ctx;
     const gm_config *c = j->d->cfg;
     int N = c->n_heads, H = c->head_dim, G = c->n_heads / c->n_kv_heads, K = c->n_kv_heads;
-    size_t KH = (size_t)K * (size_t)H, NH = (size_t)N * (size_t)H;
-    float *scores = j->d->scores + (size_t)slot * 4 * (size_t)j->d->cache_length;
+    size_t NH = (size_t)N * (size_t)H;
+    float *scores = j->d->scores + (size_t)slot * j->d->score_cap;
     int runs = (G + j->rows - 1) / j->rows; /* per (t, kv head) */
     int piece = chunk % j->pieces;
     size_t job = (size_t)(chunk / j->pieces);
-    int t = j->t0 + (int)(job / ((size_t)K * (size_t)runs)), rest = (int)(job % ((size_t)K * (size_t)runs));
-    int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows;
-    int p = j->d->tok_pos[t];
-    const gm_kv_layer *L = &j->d->tok_kv[t]->layers[j->layer];
-    int first = attn_first(c, j->global, p), last = p;
+    int rest = (int)(job % ((size_t)K * (size_t)runs));
+    int tb = j->t0 + (int)(job / ((size_t)K * (size_t)runs)) * j->tokens; /* tokens [tb, te) */
+    int te = tb + j->tokens < j->t0 + j->T ? tb + j->tokens : j->t0 + j->T;
+    int kvh = rest / runs, h0 = kvh * G + (rest % runs) * j->rows; /* heads [h0, h1) */
+    int h1 = h0 + j->rows < (kvh + 1) * G ? h0 + j->rows : (kvh + 1) * G;
     gm_attn_rows a = {0};
     float mx[4], sm[4]; /* a piece's per-row max and sum, scattered to attn_max / attn_sum below */
-    if (j->pieces > 1) { /* positions [first + span * piece / pieces, ...) */
-        int span = p - first + 1;
-        last = first + (int)((int64_t)span * (piece + 1) / j->pieces) - 1;
-        first += (int)((int64_t)span * piece / j->pieces);
-        a.max_out = mx, a.sum_out = sm;
+    int lo = 0, hi = -1; /* the positions of the rows gathered so far */
+    for (int t = tb; t < te; t++) {
+        int p = j->d->tok_pos[t], first = attn_first(c, j->global, p), last = p;
+        if (j->pieces > 1) { /* positions [first + span * piece / pieces, ...) */
+            int span = p - first + 1;
+            last = first + (int)((int64_t)span * (piece + 1) / j->pieces) - 1;
+            first += (int)((int64_t)span * piece / j->pieces);
+            a.max_out = mx, a.sum_out = sm;
+        }
+        int nlo = a.n && lo < first ? lo : first, nhi = a.n && hi > last ? hi : last;
+        /* another sequence (another cache), or more scores than the scratch holds: a call of their own */
+        if (a.n > 0 && (j->d->tok_kv[t] != j->d->tok_kv[t - 1] ||
+                        (size_t)(a.n + h1 - h0) * (size_t)(nhi - nlo + 1) > j->d->score_cap)) {
+            attn_rows_run(j, &a, j->d->tok_kv[t - 1], kvh, scores);
+            a.n = 0, nlo = first, nhi = last;
+        }
+        lo = nlo, hi = nhi;
+        for (int h = h0; h < h1; h++) {
+            a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.out[a.n] = j->pieces > 1 ? j->d->attn_part + ((size_t)h * (size_t)j->pieces + (size_t)piece) * (size_t)H
+                                       : j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
+            a.first[a.n] = first;
+            a.last[a.n] = last;
+            a.n++;
+        }
     }
-    for (int h = h0; h < h0 + j->rows && h < (kvh + 1) * G; h++) {
-        a.q[a.n] = j->d->q + (size_t)t * NH + (size_t)h * (size_t)H;
-        a.out[a.n] = j->pieces > 1 ? j->d->attn_part + ((size_t)h * (size_t)j->pieces + (size_t)piece) * (size_t)H
-                                   : j->d->att + (size_t)t * NH + (size_t)h * (size_t)H;
-        a.first[a.n] = first;
-        a.last[a.n] = last;
-        a.n++;
-    }
-    a.kv_f16 = j->d->tok_kv[t]->f16;
-    size_t head = (size_t)kvh * (size_t)H * (a.kv_f16 ? 2 : sizeof(float)); /* bytes to this kv head */
-    gm_attention_rows(&a, (const char *)L->k + head, (const char *)L->v + head, KH, L->slots, (size_t)H,
-                      c->attn_softcap, scores);
+    attn_rows_run(j, &a, j->d->tok_kv[te - 1], kvh, scores);
     for (int i = 0; a.max_out && i < a.n; i++) {
         size_t o = (size_t)(h0 + i) * (size_t)j->pieces + (size_t)piece;
         j->d->attn_max[o] = mx[i], j->d->attn_sum[o] = sm[i];
@@ -502,13 +525,21 @@ static void attention(gm_device *d, int l, int t0, int T) {
     bool global = c->layer_is_global[l];
     int threads = gm_pool_size(d->pool), rows = (T * N + threads - 1) / threads;
     rows = rows < 1 ? 1 : rows > 4 ? 4 : rows;
-    attn_job aj = {d, l, global, t0, T, rows < G ? rows : G, 1};
+    attn_job aj = {d, l, global, t0, T, rows < G ? rows : G, 1, 1};
     int span = d->tok_pos[t0] - attn_first(c, global, d->tok_pos[t0]) + 1; /* token t0's positions (T = 1) */
     int run4 = G < 4 ? G : 4;
     aj.pieces = attn_pieces(d, T, K * ((G + run4 - 1) / run4), span);
     if (aj.pieces > 1) aj.rows = run4; /* every head of a run shares its piece's reads */
     int runs = (G + aj.rows - 1) / aj.rows;
-    gm_pool_run_chunks(d->pool, attn_chunk, &aj, T * K * runs * aj.pieces);
+    /* Several tokens per chunk (a prefill): their rows read each key and value once for all, where one
+     * token per chunk read the whole span again for every token (at 4096 positions 8 MB of f32 keys and
+     * values per token and layer, from L3 or memory). Fewer tokens where that would leave fewer than
+     * about four chunks per thread. */
+    if (T > 1) {
+        aj.tokens = GM_ATTN_ROWS_MAX / aj.rows;
+        while (aj.tokens > 1 && (T + aj.tokens - 1) / aj.tokens * K * runs < 4 * threads) aj.tokens /= 2;
+    }
+    gm_pool_run_chunks(d->pool, attn_chunk, &aj, (T + aj.tokens - 1) / aj.tokens * K * runs * aj.pieces);
     if (aj.pieces > 1)
         for (int h = 0; h < N; h++) {
             size_t o = (size_t)h * (size_t)aj.pieces;

@@ -8,6 +8,9 @@
 #include "shard/comm.h"
 
 #define GM_PREFILL_CHUNK 128 /* tokens per forward step; local KV rings hold window + this */
+/* Positions up to which a prefill's attention scratch lets GM_ATTN_ROWS_MAX rows share one call (past
+ * it fewer, down to four rows, one token's heads, at any position up to cache_length) */
+#define GM_ATTN_WIDE_SPAN 16384
 #define GM_MAX_DEVICES 256
 #define GM_ATTN_PIECES_MAX 16 /* split decoding: pieces of one token's positions */
 
@@ -40,7 +43,8 @@ typedef struct gm_device {
     float *y;                   /* [T][max(D, F)] projection output */
     float *gate, *up;           /* [T][F] */
     float *pack;                /* [T][max(D, F, N*H)] column slices / device-major gathers */
-    float *scores;              /* attention scratch: [threads][4][cache_length] */
+    float *scores;              /* attention scratch: [threads][score_cap] */
+    size_t score_cap;           /* floats per thread: rows x positions of one attention call */
     float *attn_part;           /* split decoding: [N][pieces][H] unnormalized outputs of the pieces */
     float *attn_max, *attn_sum; /* [N][pieces] their largest score and sum of e^(score - max) */
     gm_xq xq;                   /* [T][max(D, F, N*H)] quantized inputs of the packed products */

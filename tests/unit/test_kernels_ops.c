@@ -1,8 +1,8 @@
 /* The SIMD versions of rmsnorm, geglu and attention (kernels/ops.h) against the scalar reference and
  * against f64 evaluations of the formulas, on random non-zero inputs: rmsnorm within 2e-7 relative,
  * geglu within 4e-7 of |gate * up| (the f64 GELU-tanh), attention rows within 1e-5 of sum |p v| with
- * windows, ring-buffer wrap-around, 1-4 rows and a softcap; attention cut into pieces and merged
- * (split decoding) against the f64 softmax; argmax against the first-maximum loop; the top-p masses
+ * windows, ring-buffer wrap-around, 1-32 rows (and each group of 4 alone: the same bits) and a softcap;
+ * attention cut into pieces and merged (split decoding) against the f64 softmax; argmax against the first-maximum loop; the top-p masses
  * against f64 sums; plus the RoPE table against gm_rope. */
 #include <math.h>
 #include <stdint.h>
@@ -77,25 +77,28 @@ static void test_geglu(const gm_vec_ops *ops, const char *name) {
     }
 }
 
+/* Up to GM_ATTN_ROWS_MAX rows as a prefill passes them: groups of 4 rows (a token's query heads) whose positions end
+ * one further per group (consecutive tokens), or rows ending at different positions inside a group. */
 static void test_attention(const gm_vec_ops *ops, const char *name) {
+    enum { R = GM_ATTN_ROWS_MAX };
     const size_t H = 256, KV = 2, stride = KV * H;
-    const int slots = 40;
+    const int slots = 48;
     float *K = malloc((size_t)slots * stride * 4), *V = malloc((size_t)slots * stride * 4);
     uint16_t *K16 = malloc((size_t)slots * stride * 2), *V16 = malloc((size_t)slots * stride * 2);
     for (size_t i = 0; i < (size_t)slots * stride; i++) {
         K16[i] = gm_f32_to_f16(rnd_nonzero() * 0.5f), V16[i] = gm_f32_to_f16(rnd_nonzero());
         K[i] = gm_f16_to_f32(K16[i]), V[i] = gm_f16_to_f32(V16[i]); /* the same values in both caches */
     }
-    float q[4][256], want[4][256], got[4][256], got16[4][256];
-    float *scores = malloc(4 * 64 * 4);
-    for (int trial = 0; trial < 24; trial++) {
+    static float q[R][256], want[R][256], got[R][256], got16[R][256], alone[R][256];
+    float *scores = malloc(R * 64 * 4);
+    for (int trial = 0; trial < 48; trial++) {
         gm_attn_rows a = {0}, b, c;
-        a.n = 1 + trial % 4;
+        a.n = 1 + trial % R;
         int base = 30 + trial * 3; /* positions past `slots`: the ring wraps */
         for (int i = 0; i < a.n; i++) {
-            for (size_t c = 0; c < H; c++) q[i][c] = rnd_nonzero() * 0.3f;
+            for (size_t col = 0; col < H; col++) q[i][col] = rnd_nonzero() * 0.3f;
             a.q[i] = q[i];
-            a.last[i] = base + i / 2;
+            a.last[i] = base + (trial & 16 ? i / 2 : i / 4);
             a.first[i] = trial % 3 == 0 ? a.last[i] - 20 : trial % 3 == 1 ? a.last[i] : a.last[i] - 35;
         }
         float softcap = trial % 5 == 4 ? 3.0f : 0.0f;
@@ -112,16 +115,29 @@ static void test_attention(const gm_vec_ops *ops, const char *name) {
         memset(got16, 0, sizeof got16);
         ops->attention_rows(&c, K16 + H * (size_t)(trial & 1), V16 + H * (size_t)(trial & 1), stride, slots, H, softcap,
                             scores);
-        int bad = 0, bad16 = 0;
+        /* each group of 4 rows on its own call: the very same values (ops.h: a row's result does not depend
+         * on the rows beside it) */
+        for (int g = 0; g < a.n; g += 4) {
+            gm_attn_rows one = {0};
+            for (int i = g; i < a.n && i < g + 4; i++, one.n++) {
+                one.q[one.n] = a.q[i], one.out[one.n] = alone[i];
+                one.first[one.n] = a.first[i], one.last[one.n] = a.last[i];
+            }
+            ops->attention_rows(&one, Kh, Vh, stride, slots, H, softcap, scores);
+        }
+        int bad = 0, bad16 = 0, moved = 0;
         for (int i = 0; i < a.n; i++)
             for (size_t col = 0; col < H; col++) {
                 double mag = 0;
                 for (int s = a.first[i]; s <= a.last[i]; s++) mag += fabs(Vh[(size_t)(s % slots) * stride + col]);
                 bad += !(fabs(got[i][col] - want[i][col]) <= 1e-5 * mag);
                 bad16 += !(fabs(got16[i][col] - want[i][col]) <= 1e-5 * mag);
+                moved += memcmp(&got[i][col], &alone[i][col], sizeof(float)) != 0;
             }
         CHECK(bad == 0, "%s attention trial %d (%d rows): %d values off", name, trial, a.n, bad);
         CHECK(bad16 == 0, "%s attention on an f16 cache, trial %d (%d rows): %d values off", name, trial, a.n, bad16);
+        CHECK(moved == 0, "%s attention trial %d (%d rows): %d values differ from the groups' own calls", name, trial,
+              a.n, moved);
     }
     free(K);
     free(V);
