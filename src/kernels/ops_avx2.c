@@ -1,6 +1,7 @@
 /* AVX2 versions of rmsnorm, geglu, the attention rows, argmax and the sampler's exp sums (ops.h), for CPUs
  * without AVX-512. */
 #include <math.h>
+#include <string.h>
 
 #include "kernels/kernels_internal.h"
 #include "kernels/ops.h"
@@ -89,36 +90,67 @@ GM_AI __m256 kv8(const void *row, size_t j, const bool f16) {
                : _mm256_loadu_ps((const float *)row + j);
 }
 
-enum { KEY_AHEAD = 2, VALUE_AHEAD = 8 }; /* as the AVX-512 kernel (ops_avx512.c) */
+enum { KEY_AHEAD = 4, VALUE_BLOCK = 32, QS = 256 }; /* as the AVX-512 kernel (ops_avx512.c) */
 
-/* The scores of ng (1 or 2) groups of 4 rows from q[0 .. 4 ng) at positions [lo, hi], each key row loaded
- * once for them: 4 ng accumulators beside the key in the 16 registers. */
-GM_AI void attn_scores(int ng, const float *const *q, const char *K, size_t stride, int slots, size_t H, int lo,
-                       int hi, size_t len, int n, float *scores, const bool f16) {
-    const size_t es = f16 ? 2 : 4;
-    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
-    for (int s = lo; s <= hi; s++, slot = next_slot(slot, slots), ahead = next_slot(ahead, slots)) {
-        const char *k = K + slot * stride * es;
-        prefetch_lines_l1(K + ahead * stride * es, H * es);
-        __m256 c[8];
-#pragma GCC unroll 8
-        for (int r = 0; r < 4 * ng; r++) c[r] = _mm256_setzero_ps();
-        for (size_t j = 0; j < H; j += 8) {
-            __m256 kv = kv8(k, j, f16);
-#pragma GCC unroll 8
-            for (int r = 0; r < 4 * ng; r++) c[r] = _mm256_fmadd_ps(_mm256_loadu_ps(q[r] + j), kv, c[r]);
-        }
+/* Scores of rows r and r + 1 (queries qb + r QS ..) at 4 positions (key rows k[0..3]): a 2 x 4 tile of 8-lane
+ * sums (8 accumulators, 4 keys and a query in the 16 registers); the same sums, in the same order, as one
+ * position at a time. */
+GM_AI void attn_tile2x4(const float *qb, int r, const char *const *k, size_t H, int n, float *scores, size_t len,
+                        size_t at, const bool f16) {
+    __m256 c[2][4];
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 4; p++) c[i][p] = _mm256_setzero_ps();
+    const float *q = qb + (size_t)r * QS;
+    for (size_t j = 0; j < H; j += 8) {
+        __m256 k0 = kv8(k[0], j, f16), k1 = kv8(k[1], j, f16), k2 = kv8(k[2], j, f16), k3 = kv8(k[3], j, f16);
 #pragma GCC unroll 2
-        for (int g = 0; g < ng; g++) {
-            float d[4];
-            _mm_storeu_ps(d, hsum8x4(c[4 * g], c[4 * g + 1], c[4 * g + 2], c[4 * g + 3]));
-            for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
+        for (int i = 0; i < 2; i++) {
+            __m256 qv = _mm256_load_ps(q + (size_t)i * QS + j);
+            c[i][0] = _mm256_fmadd_ps(qv, k0, c[i][0]);
+            c[i][1] = _mm256_fmadd_ps(qv, k1, c[i][1]);
+            c[i][2] = _mm256_fmadd_ps(qv, k2, c[i][2]);
+            c[i][3] = _mm256_fmadd_ps(qv, k3, c[i][3]);
         }
     }
+    for (int i = 0; i < 2 && r + i < n; i++)
+        _mm_storeu_ps(scores + (size_t)(r + i) * len + at, hsum8x4(c[i][0], c[i][1], c[i][2], c[i][3]));
 }
 
-/* The AVX-512 kernel's plan (ops_avx512.c): scores with each key row read once for two groups of rows,
- * softmax per row over its own positions, then the value sums 16 columns at a time, a group at a time. */
+/* The scores of n rows (queries qb, rows up to a multiple of 4 zero) at positions [lo, hi], 4 positions at a
+ * time (their key rows stay in L1 for every pair of rows), the last few one at a time. */
+GM_AI void attn_scores(const float *qb, const char *K, size_t stride, int slots, size_t H, int lo, int hi, size_t len,
+                       int n, float *scores, const bool f16) {
+    const size_t es = f16 ? 2 : 4;
+    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
+    int s = lo;
+    for (; s + 3 <= hi; s += 4) {
+        const char *k[4];
+        for (int p = 0; p < 4; p++) {
+            k[p] = K + slot * stride * es;
+            prefetch_lines_l1(K + ahead * stride * es, H * es);
+            slot = next_slot(slot, slots), ahead = next_slot(ahead, slots);
+        }
+        for (int r = 0; r < n; r += 2) attn_tile2x4(qb, r, k, H, n, scores, len, (size_t)(s - lo), f16);
+    }
+    for (; s <= hi; s++, slot = next_slot(slot, slots)) /* the last 0-3 positions, 4 rows at a time */
+        for (int g = 0; 4 * g < n; g++) {
+            const char *k = K + slot * stride * es;
+            __m256 c[4];
+            for (int r = 0; r < 4; r++) c[r] = _mm256_setzero_ps();
+            for (size_t j = 0; j < H; j += 8) {
+                __m256 kv = kv8(k, j, f16);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    c[r] = _mm256_fmadd_ps(_mm256_load_ps(qb + (size_t)(4 * g + r) * QS + j), kv, c[r]);
+            }
+            float d[4];
+            _mm_storeu_ps(d, hsum8x4(c[0], c[1], c[2], c[3]));
+            for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
+        }
+}
+
+/* The AVX-512 kernel's plan (ops_avx512.c): the queries side by side, scores in tiles, softmax per row over
+ * its own positions, then the value sums in blocks of VALUE_BLOCK positions, 16 columns at a time. */
 GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
                             float softcap, float *scores, const bool f16) {
     const size_t es = f16 ? 2 : 4;
@@ -127,13 +159,11 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     int lo, hi;
     if (!attn_span(a, H, &lo, &hi)) return;
     const size_t len = (size_t)(hi - lo + 1);
-    const float *q[GM_ATTN_ROWS_MAX];
-    for (int i = 0; i < GM_ATTN_ROWS_MAX; i++) q[i] = a->q[i < n ? i : 0];
-    for (int g = 0; g < ng; g += 2) { /* rows 4 g .. 4 g + 7 (the score rows past n are not written) */
-        float *sc = scores + (size_t)(4 * g) * len;
-        if (ng - g >= 2) attn_scores(2, q + 4 * g, K, stride, slots, H, lo, hi, len, n - 4 * g, sc, f16);
-        else attn_scores(1, q + 4 * g, K, stride, slots, H, lo, hi, len, n - 4 * g, sc, f16);
-    }
+    _Alignas(32) float qb[GM_ATTN_ROWS_MAX * QS];
+    for (int i = 0; i < 4 * ng; i++)
+        if (i < n) memcpy(qb + (size_t)i * QS, a->q[i], H * sizeof(float));
+        else memset(qb + (size_t)i * QS, 0, H * sizeof(float));
+    attn_scores(qb, K, stride, slots, H, lo, hi, len, n, scores, f16);
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
         size_t f, l;
@@ -156,38 +186,56 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
         }
         attn_row_finish(a, i, sc, len, f, l, mx, total);
     }
-    /* 16 columns: 4 rows x 2 accumulators and the values fit in 16 registers; a group over its own positions */
-    for (size_t c = 0; c < H; c += 16)
+    for (int g = 0; g < ng; g++) { /* a group whose rows all read nothing (empty pieces): zero outputs */
+        const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
+        int glo, ghi;
+        attn_group_span(a, i0, rn, &glo, &ghi);
+        for (int i = i0; glo > ghi && i < i0 + rn; i++) memset(a->out[i], 0, H * sizeof(float));
+    }
+    /* value sums as the AVX-512 kernel's: a block's values once for every group and column */
+    for (int sb = lo; sb <= hi; sb += VALUE_BLOCK) {
+        const int se = hi - sb < VALUE_BLOCK ? hi : sb + VALUE_BLOCK - 1;
+        bool first_group = true;
         for (int g = 0; g < ng; g++) {
             const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
             int glo, ghi;
             attn_group_span(a, i0, rn, &glo, &ghi);
-            __m256 acc[4][2];
-            for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-            size_t vslot = (size_t)glo % (size_t)slots, vahead = ((size_t)glo + VALUE_AHEAD) % (size_t)slots;
-            for (int s = glo; s <= ghi; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
-                const char *v = V + vslot * stride * es;
-                prefetch_lines_l1(V + vahead * stride * es + c * es, 16 * es);
-                __m256 v0 = kv8(v, c, f16), v1 = kv8(v, c + 8, f16);
-                const float *p = scores + (size_t)i0 * len + (size_t)(s - lo);
+            const int s0 = glo > sb ? glo : sb, s1 = ghi < se ? ghi : se;
+            if (s0 > s1) continue;
+            const bool fetch = first_group;
+            first_group = false;
+            for (size_t c = 0; c < H; c += 16) { /* 4 rows x 2 accumulators and the values fit in 16 registers */
+                __m256 acc[4][2];
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 2; j++)
+                        acc[i][j] = s0 == glo || i >= rn ? _mm256_setzero_ps()
+                                                         : _mm256_loadu_ps(a->out[i0 + i] + c + 8 * j);
+                size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
+                for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
+                    const char *v = V + vslot * stride * es;
+                    if (fetch) prefetch_lines_l1(V + vahead * stride * es + c * es, 16 * es);
+                    __m256 v0 = kv8(v, c, f16), v1 = kv8(v, c + 8, f16);
+                    const float *p = scores + (size_t)i0 * len + (size_t)(s - lo);
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) {
-                    if (i >= rn) break;
-                    __m256 pi = _mm256_set1_ps(p[(size_t)i * len]);
-                    acc[i][0] = _mm256_fmadd_ps(pi, v0, acc[i][0]);
-                    acc[i][1] = _mm256_fmadd_ps(pi, v1, acc[i][1]);
+                    for (int i = 0; i < 4; i++) {
+                        if (i >= rn) break;
+                        __m256 pi = _mm256_set1_ps(p[(size_t)i * len]);
+                        acc[i][0] = _mm256_fmadd_ps(pi, v0, acc[i][0]);
+                        acc[i][1] = _mm256_fmadd_ps(pi, v1, acc[i][1]);
+                    }
+                }
+                for (int i = 0; i < rn; i++) {
+                    _mm256_storeu_ps(a->out[i0 + i] + c, acc[i][0]);
+                    _mm256_storeu_ps(a->out[i0 + i] + c + 8, acc[i][1]);
                 }
             }
-            for (int i = 0; i < rn; i++) {
-                _mm256_storeu_ps(a->out[i0 + i] + c, acc[i][0]);
-                _mm256_storeu_ps(a->out[i0 + i] + c + 8, acc[i][1]);
-            }
         }
+    }
 }
 
 static void attention_rows_avx2(const gm_attn_rows *a, const void *K, const void *V, size_t stride, int slots,
                                 size_t H, float softcap, float *scores) {
-    if (H % 16 || a->n > GM_ATTN_ROWS_MAX) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
+    if (H % 16 || H > QS || a->n > GM_ATTN_ROWS_MAX) gm_attention_rows_ref(a, K, V, stride, slots, H, softcap, scores);
     else if (a->kv_f16) attention_rows_t(a, K, V, stride, slots, H, softcap, scores, true);
     else attention_rows_t(a, K, V, stride, slots, H, softcap, scores, false);
 }

@@ -109,10 +109,12 @@ static void test_attention(const gm_vec_ops *ops, const char *name) {
         c.kv_f16 = true;
         const float *Kh = K + H * (size_t)(trial & 1), *Vh = V + H * (size_t)(trial & 1);
         gm_attention_rows_ref(&a, Kh, Vh, stride, slots, H, softcap, scores);
-        memset(got, 0, sizeof got);
+        /* outputs start as NaN (all bits set): every value must be written, none summed onto what was there */
+        memset(got, 0xff, sizeof got);
         ops->attention_rows(&b, Kh, Vh, stride, slots, H, softcap, scores);
         /* the f16 cache holding the same values */
-        memset(got16, 0, sizeof got16);
+        memset(got16, 0xff, sizeof got16);
+        memset(alone, 0xff, sizeof alone);
         ops->attention_rows(&c, K16 + H * (size_t)(trial & 1), V16 + H * (size_t)(trial & 1), stride, slots, H, softcap,
                             scores);
         /* each group of 4 rows on its own call: the very same values (ops.h: a row's result does not depend
