@@ -5,6 +5,7 @@
 #define GM_KERNELS_ATTENTION_X86_H
 
 #include <math.h>
+#include <string.h>
 
 #include "kernels/ops.h"
 #include "kernels/quant_x86.h"
@@ -27,13 +28,45 @@ GM_AI bool attn_span(const gm_attn_rows *a, size_t H, int *lo, int *hi) {
     return false;
 }
 
-/* [glo, ghi]: the positions rows i0 .. i0 + rn - 1 (one group) read, within attn_span's [lo, hi] */
-GM_AI void attn_group_span(const gm_attn_rows *a, int i0, int rn, int *glo, int *ghi) {
+/* The rows of group g: 4 g .. 4 g + attn_group_rows(n, g) - 1 */
+GM_AI int attn_group_rows(int n, int g) { return n - 4 * g < 4 ? n - 4 * g : 4; }
+
+/* [glo, ghi]: the positions group g's rows read, within attn_span's [lo, hi] */
+GM_AI void attn_group_span(const gm_attn_rows *a, int g, int *glo, int *ghi) {
+    const int i0 = 4 * g, rn = attn_group_rows(a->n, g);
     *glo = a->first[i0], *ghi = a->last[i0];
     for (int i = i0 + 1; i < i0 + rn; i++) {
         if (a->first[i] < *glo) *glo = a->first[i];
         if (a->last[i] > *ghi) *ghi = a->last[i];
     }
+}
+
+/* The queries side by side, row i at qb + i qs (rows up to a multiple of 4 zero): loads at constant offsets
+ * from one base, where a pointer per row did not fit the registers beside the accumulators */
+GM_AI void attn_copy_queries(const gm_attn_rows *a, size_t H, float *qb, size_t qs) {
+    for (int i = 0; i < (a->n + 3) / 4 * 4; i++)
+        if (i < a->n) memcpy(qb + (size_t)i * qs, a->q[i], H * sizeof(float));
+        else memset(qb + (size_t)i * qs, 0, H * sizeof(float));
+}
+
+/* Zero outputs for each group whose rows all read nothing (empty pieces): the value sums skip it */
+GM_AI void attn_zero_empty_groups(const gm_attn_rows *a, size_t H) {
+    for (int g = 0; 4 * g < a->n; g++) {
+        int glo, ghi;
+        attn_group_span(a, g, &glo, &ghi);
+        for (int i = 4 * g; glo > ghi && i < 4 * g + attn_group_rows(a->n, g); i++)
+            memset(a->out[i], 0, H * sizeof(float));
+    }
+}
+
+/* Group g's positions [s0, s1] inside the block [sb, se] of the value sums (false: none), and whether the
+ * block holds its first position (its sums start from zero, else from what the block before left) */
+GM_AI bool attn_group_in_block(const gm_attn_rows *a, int g, int sb, int se, int *s0, int *s1, bool *fresh) {
+    int glo, ghi;
+    attn_group_span(a, g, &glo, &ghi);
+    *s0 = glo > sb ? glo : sb, *s1 = ghi < se ? ghi : se;
+    *fresh = *s0 == glo;
+    return *s0 <= *s1;
 }
 
 /* Row i's scores sc[len] before the softmax: false for an empty piece (no weight anywhere: sc zeroed),

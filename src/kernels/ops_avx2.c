@@ -1,7 +1,6 @@
 /* AVX2 versions of rmsnorm, geglu, the attention rows, argmax and the sampler's exp sums (ops.h), for CPUs
  * without AVX-512. */
 #include <math.h>
-#include <string.h>
 
 #include "kernels/kernels_internal.h"
 #include "kernels/ops.h"
@@ -160,9 +159,7 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     if (!attn_span(a, H, &lo, &hi)) return;
     const size_t len = (size_t)(hi - lo + 1);
     _Alignas(32) float qb[GM_ATTN_ROWS_MAX * QS];
-    for (int i = 0; i < 4 * ng; i++)
-        if (i < n) memcpy(qb + (size_t)i * QS, a->q[i], H * sizeof(float));
-        else memset(qb + (size_t)i * QS, 0, H * sizeof(float));
+    attn_copy_queries(a, H, qb, QS);
     attn_scores(qb, K, stride, slots, H, lo, hi, len, n, scores, f16);
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
@@ -186,29 +183,23 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
         }
         attn_row_finish(a, i, sc, len, f, l, mx, total);
     }
-    for (int g = 0; g < ng; g++) { /* a group whose rows all read nothing (empty pieces): zero outputs */
-        const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
-        int glo, ghi;
-        attn_group_span(a, i0, rn, &glo, &ghi);
-        for (int i = i0; glo > ghi && i < i0 + rn; i++) memset(a->out[i], 0, H * sizeof(float));
-    }
+    attn_zero_empty_groups(a, H);
     /* value sums as the AVX-512 kernel's: a block's values once for every group and column */
     for (int sb = lo; sb <= hi; sb += VALUE_BLOCK) {
         const int se = hi - sb < VALUE_BLOCK ? hi : sb + VALUE_BLOCK - 1;
         bool first_group = true;
         for (int g = 0; g < ng; g++) {
-            const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
-            int glo, ghi;
-            attn_group_span(a, i0, rn, &glo, &ghi);
-            const int s0 = glo > sb ? glo : sb, s1 = ghi < se ? ghi : se;
-            if (s0 > s1) continue;
+            const int i0 = 4 * g, rn = attn_group_rows(n, g);
+            int s0, s1;
+            bool fresh;
+            if (!attn_group_in_block(a, g, sb, se, &s0, &s1, &fresh)) continue;
             const bool fetch = first_group;
             first_group = false;
             for (size_t c = 0; c < H; c += 16) { /* 4 rows x 2 accumulators and the values fit in 16 registers */
                 __m256 acc[4][2];
                 for (int i = 0; i < 4; i++)
                     for (int j = 0; j < 2; j++)
-                        acc[i][j] = s0 == glo || i >= rn ? _mm256_setzero_ps()
+                        acc[i][j] = fresh || i >= rn ? _mm256_setzero_ps()
                                                          : _mm256_loadu_ps(a->out[i0 + i] + c + 8 * j);
                 size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
                 for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {

@@ -152,12 +152,8 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     int lo, hi;
     if (!attn_span(a, H, &lo, &hi)) return;
     const size_t len = (size_t)(hi - lo + 1);
-    /* the queries side by side at a fixed stride (rows past n zero): loads at constant offsets from one
-     * base, where 16 row pointers did not fit the registers beside the accumulators */
     _Alignas(64) float qb[GM_ATTN_ROWS_MAX * QS];
-    for (int i = 0; i < 4 * ng; i++)
-        if (i < n) memcpy(qb + (size_t)i * QS, a->q[i], H * sizeof(float));
-        else memset(qb + (size_t)i * QS, 0, H * sizeof(float));
+    attn_copy_queries(a, H, qb, QS);
     /* scores: sc[i][s - lo] */
     attn_scores(ng, qb, K, stride, slots, H, lo, hi, len, n, scores, f16);
     /* softmax per row over its own positions; zero probability outside them */
@@ -190,28 +186,22 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
      * the same order as one pass over all positions). A block's values (VALUE_BLOCK x H) come from L3 or
      * memory once for all groups and columns; while the first group sums a block, the same columns of
      * the next one are fetched. */
-    for (int g = 0; g < ng; g++) { /* a group whose rows all read nothing (empty pieces): zero outputs */
-        const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
-        int glo, ghi;
-        attn_group_span(a, i0, rn, &glo, &ghi);
-        for (int i = i0; glo > ghi && i < i0 + rn; i++) memset(a->out[i], 0, H * sizeof(float));
-    }
+    attn_zero_empty_groups(a, H);
     for (int sb = lo; sb <= hi; sb += VALUE_BLOCK) {
         const int se = hi - sb < VALUE_BLOCK ? hi : sb + VALUE_BLOCK - 1;
         bool first_group = true;
         for (int g = 0; g < ng; g++) {
-            const int i0 = 4 * g, rn = n - i0 < 4 ? n - i0 : 4;
-            int glo, ghi;
-            attn_group_span(a, i0, rn, &glo, &ghi);
-            const int s0 = glo > sb ? glo : sb, s1 = ghi < se ? ghi : se;
-            if (s0 > s1) continue;
+            const int i0 = 4 * g, rn = attn_group_rows(n, g);
+            int s0, s1;
+            bool fresh;
+            if (!attn_group_in_block(a, g, sb, se, &s0, &s1, &fresh)) continue;
             const bool fetch = first_group;
             first_group = false;
             for (size_t c = 0; c < H; c += 64) {
                 __m512 acc[4][4];
                 for (int i = 0; i < 4; i++)
                     for (int j = 0; j < 4; j++)
-                        acc[i][j] = s0 == glo || i >= rn ? _mm512_setzero_ps()
+                        acc[i][j] = fresh || i >= rn ? _mm512_setzero_ps()
                                                          : _mm512_loadu_ps(a->out[i0 + i] + c + 16 * j);
                 size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
                 for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
