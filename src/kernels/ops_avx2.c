@@ -131,9 +131,9 @@ GM_AI void attn_scores(const float *qb, const char *K, size_t stride, int slots,
         }
         for (int r = 0; r < n; r += 2) attn_tile2x4(qb, r, k, H, n, scores, len, (size_t)(s - lo), f16);
     }
-    for (; s <= hi; s++, slot = next_slot(slot, slots)) /* the last 0-3 positions, 4 rows at a time */
+    for (; s <= hi; s++, slot = next_slot(slot, slots)) { /* the last 0-3 positions, 4 rows at a time */
+        const char *k = K + slot * stride * es;
         for (int g = 0; 4 * g < n; g++) {
-            const char *k = K + slot * stride * es;
             __m256 c[4];
             for (int r = 0; r < 4; r++) c[r] = _mm256_setzero_ps();
             for (size_t j = 0; j < H; j += 8) {
@@ -146,6 +146,7 @@ GM_AI void attn_scores(const float *qb, const char *K, size_t stride, int slots,
             _mm_storeu_ps(d, hsum8x4(c[0], c[1], c[2], c[3]));
             for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
         }
+    }
 }
 
 /* The AVX-512 kernel's plan (ops_avx512.c): the queries side by side, scores in tiles, softmax per row over
@@ -198,9 +199,9 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
             for (size_t c = 0; c < H; c += 16) { /* 4 rows x 2 accumulators and the values fit in 16 registers */
                 __m256 acc[4][2];
                 for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 2; j++)
-                        acc[i][j] = fresh || i >= rn ? _mm256_setzero_ps()
-                                                         : _mm256_loadu_ps(a->out[i0 + i] + c + 8 * j);
+                    for (int j = 0; j < 2; j++) acc[i][j] = _mm256_setzero_ps();
+                for (int i = 0; !fresh && i < rn; i++) /* the sums of the blocks before */
+                    for (int j = 0; j < 2; j++) acc[i][j] = _mm256_loadu_ps(a->out[i0 + i] + c + 8 * j);
                 size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
                 for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
                     const char *v = V + vslot * stride * es;

@@ -75,10 +75,11 @@ GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
                : _mm512_loadu_ps((const float *)row + j);
 }
 
-/* Rows share each key and value load: scores for all rows at a position, then softmax per row,
- * then the value sums with a group's accumulators in registers. Decode reads the cache cold (a
- * token's weights stream through the caches between layers), so the scores ask for the key row
- * KEY_AHEAD positions later (the hardware prefetcher alone left 120 us per 512-position layer,
+/* The rows of a call share each key and value read from L3 or memory: scores in tiles of 4 rows x 4
+ * positions, softmax per row, then the value sums in blocks of positions with a group's accumulators in
+ * registers (docs/BENCHMARKS.md, "Prefill attention: tokens share the keys and values"). Decode reads the
+ * cache cold (a token's weights stream through the caches between layers), so the scores ask for the
+ * key rows KEY_AHEAD positions later (the hardware prefetcher alone left 120 us per 512-position layer,
  * `bench_attention`; with the keys and values asked for ahead 76-100 us; 270M decode +4 % at 512
  * positions, +5-9 % at 2048), and the value sums for the next block's values. */
 enum { KEY_AHEAD = 4, VALUE_BLOCK = 32 };
@@ -127,9 +128,9 @@ GM_AI void attn_scores(int ng, const float *qb, const char *K, size_t stride, in
 #pragma GCC unroll 4
         for (int g = 0; g < ng; g++) attn_tile4(qb, g, k, H, n, scores, len, (size_t)(s - lo), f16);
     }
-    for (; s <= hi; s++, slot = next_slot(slot, slots)) /* the last 0-3 positions, a group at a time */
+    for (; s <= hi; s++, slot = next_slot(slot, slots)) { /* the last 0-3 positions, a group at a time */
+        const char *k = K + slot * stride * es;
         for (int g = 0; g < ng; g++) {
-            const char *k = K + slot * stride * es;
             __m512 c[4];
             for (int r = 0; r < 4; r++) c[r] = _mm512_setzero_ps();
             for (size_t j = 0; j < H; j += 16) {
@@ -142,6 +143,7 @@ GM_AI void attn_scores(int ng, const float *qb, const char *K, size_t stride, in
             _mm_storeu_ps(d, hsum16x4(c[0], c[1], c[2], c[3]));
             for (int i = 4 * g; i < n && i < 4 * g + 4; i++) scores[(size_t)i * len + (size_t)(s - lo)] = d[i - 4 * g];
         }
+    }
 }
 
 GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *Vv, size_t stride, int slots, size_t H,
@@ -200,9 +202,9 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
             for (size_t c = 0; c < H; c += 64) {
                 __m512 acc[4][4];
                 for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++)
-                        acc[i][j] = fresh || i >= rn ? _mm512_setzero_ps()
-                                                         : _mm512_loadu_ps(a->out[i0 + i] + c + 16 * j);
+                    for (int j = 0; j < 4; j++) acc[i][j] = _mm512_setzero_ps();
+                for (int i = 0; !fresh && i < rn; i++) /* the sums of the blocks before */
+                    for (int j = 0; j < 4; j++) acc[i][j] = _mm512_loadu_ps(a->out[i0 + i] + c + 16 * j);
                 size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
                 for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
                     const char *v = V + vslot * stride * es;
