@@ -2,8 +2,8 @@
  * 4 query heads share a 256-wide kv head), with 64 MiB read between calls so that, as in the model, where
  * a token's weights stream through the caches between layers, the keys and values come from memory
  * (--warm: without, the compute-bound speed). Prints the KV bytes read per second of attention.
- * --tokens B: B consecutive tokens' heads in one call (a prefill's rows, heads x B <= GM_ATTN_ROWS_MAX), against B calls
- * of one token each; prints the time per token of both. */
+ * --tokens B: B consecutive tokens' heads in one call (a prefill's rows, heads x B <= GM_ATTN_ROWS_MAX),
+ * against B calls of one token each; prints the time per token of both. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +92,8 @@ int main(int argc, char **argv) {
            "%.2f GB/s of KV (best of %d)\n",
            heads, H, N, L, warm ? "warm" : "cold", best[0] / L / tokens * 1e6, bytes * tokens / best[0] / 1e9, reps);
     if (tokens > 1)
-        printf("%d tokens' heads in one call (%d rows): %.1f us per layer and token, against %.1f in one call per token "
-               "(%.2fx)\n",
+        printf("%d tokens' heads in one call (%d rows): %.1f us per layer and token, against %.1f in one call per "
+               "token (%.2fx)\n",
                tokens, R, best[1] / L / tokens * 1e6, best[0] / L / tokens * 1e6, best[0] / best[1]);
     free((void *)flush), free(K), free(V), free(q), free(out), free(scores);
     return 0;

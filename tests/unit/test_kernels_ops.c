@@ -2,8 +2,8 @@
  * against f64 evaluations of the formulas, on random non-zero inputs: rmsnorm within 2e-7 relative,
  * geglu within 4e-7 of |gate * up| (the f64 GELU-tanh), attention rows within 1e-5 of sum |p v| with
  * windows, ring-buffer wrap-around, 1-32 rows (and each group of 4 alone: the same bits) and a softcap;
- * attention cut into pieces and merged (split decoding) against the f64 softmax; argmax against the first-maximum loop; the top-p masses
- * against f64 sums; plus the RoPE table against gm_rope. */
+ * attention cut into pieces and merged (split decoding) against the f64 softmax; argmax against the
+ * first-maximum loop; the top-p masses against f64 sums; plus the RoPE table against gm_rope. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -77,7 +77,8 @@ static void test_threshold(size_t r0, size_t r1, int nan_every, bool ties, int c
                     if (r >= r0 && r < r1) rule |= !((double)y[r - r0] + (double)bound[r - r0] < taus[ti]);
                 bad += rule != !(hi[p - r0 / GM_PANEL_ROWS] < taus[ti]);
             }
-        CHECK(bad == 0, "rows [%zu, %zu) top %d: %d panels chosen for the exact pass against the row rule", r0, r1, top, bad);
+        CHECK(bad == 0, "rows [%zu, %zu) top %d: %d panels chosen for the exact pass against the row rule", r0, r1,
+              top, bad);
     }
     free(y), free(bound), free(lo), free(hi), free(all);
 }
