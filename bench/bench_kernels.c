@@ -5,8 +5,12 @@
  * With --pack: load-time packing GB/s (GGUF bytes per second) per type on an 8192 x 1024 matrix,
  * each type's fast path against the generic per-value one (gm_pack_rows_ref).
  *
+ * --layer ROWSxCOLS replaces the layer shape (the K-quants want COLS a multiple of 256: the 1B's 1152
+ * is not, and its files hold Q5_0 / Q8_0 there; e.g. the 270M's attn_output 640x1024, ffn_down
+ * 640x2048, a 4B ffn_down 2560x10240).
+ *
  * usage: bench_kernels [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time SECONDS]
- *                      [--no-embed] [--pack] */
+ *                      [--no-embed] [--layer ROWSxCOLS] [--pack] */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -129,8 +133,9 @@ static double packed_best(const packed_run *r, bool first_counts, double min_tim
 static void bench_screen(const gm_packed_ops *pops, const char *pname, const shape *shapes, const gm_packed *P,
                          const float *x, const size_t *rb, float *y, double min_time, const char *label) {
     gm_xq xq = {0};
-    xq.b8 = aligned_alloc(64, 3 * 1152), xq.e8 = malloc(36 * 4), xq.s8 = malloc(3 * 36 * 4);
-    float *eb = malloc(36 * sizeof *eb), *bound = malloc(262144 * sizeof *bound);
+    const size_t xc = shapes[1].cols > shapes[0].cols ? shapes[1].cols : shapes[0].cols;
+    xq.b8 = aligned_alloc(64, 3 * xc), xq.e8 = malloc(xc / 32 * 4), xq.s8 = malloc(3 * xc / 32 * 4);
+    float *eb = malloc(xc / 32 * sizeof *eb), *bound = malloc(262144 * sizeof *bound);
     printf("%-6s %-7s", pname, label);
     for (int si = 0; si < 2; si++) {
         if (!P[si].data) {
@@ -192,15 +197,20 @@ int main(int argc, char **argv) {
     const char *types_arg = NULL, *isa_arg = NULL;
     double min_time = 0.25;
     int embed = 1, pack = 0;
+    char layer_name[64] = "1B layer 6912x1152";
+    size_t layer_rows = 6912, layer_cols = 1152;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--types") && i + 1 < argc) types_arg = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa_arg = argv[++i];
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-embed")) embed = 0;
         else if (!strcmp(argv[i], "--pack")) pack = 1;
+        else if (!strcmp(argv[i], "--layer") && i + 1 < argc && sscanf(argv[i + 1], "%zux%zu", &layer_rows, &layer_cols) == 2 &&
+                 layer_rows > 0 && layer_rows <= 262144 && layer_cols > 0 && layer_cols % 32 == 0 && layer_cols <= 65536)
+            snprintf(layer_name, sizeof layer_name, "layer %s", argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed] [--pack]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed] "
+                            "[--layer ROWSxCOLS: rows <= 262144, cols a multiple of 32 <= 65536] [--pack]\n", argv[0]);
             return 2;
         }
     }
@@ -208,13 +218,14 @@ int main(int argc, char **argv) {
     static const gm_dtype types[] = {GM_F32,  GM_F16,  GM_BF16, GM_Q4_0, GM_Q4_1, GM_Q5_0,
                                      GM_Q5_1, GM_Q8_0, GM_Q4_K, GM_Q5_K, GM_Q6_K};
     static const char *isas[] = {"scalar", "avx2", "avx512"};
-    const shape shapes[2] = {{"270M embed 262144x640", 262144, 640}, {"1B layer 6912x1152", 6912, 1152}};
+    const shape shapes[2] = {{"270M embed 262144x640", 262144, 640}, {layer_name, layer_rows, layer_cols}};
     const size_t T = 64;
     printf("dispatcher default: %s; single thread; best of runs >= %.2f s\n\n", gm_kernels_isa(), min_time);
     printf("%-6s %-7s | %-22s %9s %12s | %-18s %9s %12s | %s\n", "type", "isa", "matvec", "GB/s", "rows/s", "matvec",
            "GB/s", "rows/s", "matmul T=64 GFLOP/s");
-    float *x = malloc(T * 1152 * sizeof *x), *y = malloc(T * 262144 * sizeof *y);
-    for (size_t i = 0; i < T * 1152; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
+    const size_t xcols = layer_cols > 640 ? layer_cols : 640;
+    float *x = malloc(T * xcols * sizeof *x), *y = malloc(T * 262144 * sizeof *y);
+    for (size_t i = 0; i < T * xcols; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         gm_dtype t = types[ti];
         const char *tname = gm_dtype_get(t)->name;
@@ -273,10 +284,11 @@ int main(int argc, char **argv) {
                 if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
             }
             gm_xq xq = {0};
-            xq.q = aligned_alloc(64, T * 1152 * 2), xq.q2 = aligned_alloc(64, T * 1152 * 2);
-            xq.d = malloc(T * 36 * 4), xq.s = malloc(T * 36 * 4), xq.qs = malloc(T * 144 * 4);
-            xq.hi = aligned_alloc(64, T * 1152 * 2), xq.mid = aligned_alloc(64, T * 1152 * 2), xq.lo = aligned_alloc(64, T * 1152 * 2);
-            xq.xb = aligned_alloc(64, gm_xq_xb_bytes(1152)); /* one input's pairs, as the engine's AVX2 matvec reads them */
+            xq.q = aligned_alloc(64, T * xcols * 2), xq.q2 = aligned_alloc(64, T * xcols * 2);
+            xq.d = malloc(T * xcols / 32 * 4), xq.s = malloc(T * xcols / 32 * 4), xq.qs = malloc(T * xcols / 8 * 4);
+            xq.hi = aligned_alloc(64, T * xcols * 2), xq.mid = aligned_alloc(64, T * xcols * 2);
+            xq.lo = aligned_alloc(64, T * xcols * 2);
+            xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols)); /* one input's pairs, as the engine's AVX2 matvec reads them */
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
                 const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);

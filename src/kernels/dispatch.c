@@ -131,7 +131,7 @@ bool gm_packed_matvec_xb(void) {
 }
 
 bool gm_packed_kind_int8(gm_pack_kind k) {
-    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N5D;
+    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D;
 }
 
 gm_prefetch gm_packed_prefetch(void) {

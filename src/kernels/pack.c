@@ -16,7 +16,8 @@ static gm_pack_kind native_kind(gm_dtype type) {
     switch (type) {
     case GM_Q4_0: case GM_Q8_0: return GM_PK_D16;
     case GM_Q5_1: case GM_Q5_K: return GM_PK_SM32;
-    case GM_Q4_1: case GM_Q4_K: return GM_PK_N4SM;
+    case GM_Q4_1: return GM_PK_N4SM;
+    case GM_Q4_K: return GM_PK_N4K;
     case GM_Q5_0: return GM_PK_N5D;
     case GM_Q6_K: return GM_PK_N6;
     case GM_BF16: return GM_PK_BF16;
@@ -39,29 +40,31 @@ static size_t tile_bytes_of(gm_pack_kind k) {
     case GM_PK_SM32: return 512 + 128;
     case GM_PK_N4SM: return 256 + 128;
     case GM_PK_N5D: return 256 + 64 + 32;
-    case GM_PK_N6: return 256 + 128 + 128;
+    case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
+    case GM_PK_N6: return 256 + 128;
     case GM_PK_BF16: return 1024;
     default: return 0;
     }
 }
 
-/* Where a kind's scales start in a tile (after its codes). */
+/* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
 static size_t scale_offset(gm_pack_kind k) {
     switch (k) {
     case GM_PK_N4SM: return 256;
     case GM_PK_N5D: return 320;
-    case GM_PK_N6: return 384;
     default: return 512;
     }
 }
 
-static bool nibble_kind(gm_pack_kind k) { return k == GM_PK_N4SM || k == GM_PK_N5D || k == GM_PK_N6; }
+static bool nibble_kind(gm_pack_kind k) {
+    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N6;
+}
 
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
     int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
-    if (k != GM_PK_N4SM) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
+    if (k != GM_PK_N4SM && k != GM_PK_N4K) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
     if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
     return c;
 }
@@ -87,6 +90,24 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
     P->cols = cols;
     P->tile_bytes = tile_bytes_of(P->kind);
     P->panel_bytes = cols / 32 * P->tile_bytes;
+    if (gm_pack_kind_compact(P->kind)) { /* packed.h: codes, 32 bytes of scale codes per tile, f16 scales */
+        P->sb_bytes = P->kind == GM_PK_N4K ? 64 : 32;
+        P->sc_at = P->panel_bytes;
+        P->sb_at = P->sc_at + cols / 32 * 32;
+        P->panel_bytes = (P->sb_at + cols / 256 * P->sb_bytes + 63) / 64 * 64;
+    }
+}
+
+void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]) {
+    const uint8_t *sc = gm_packed_sc(P, panel, b), *sb = gm_packed_sb(P, panel, b);
+    float d = F16(sb + 2 * i);
+    if (P->kind == GM_PK_N4K) {
+        out[0] = d * (float)sc[i];
+        out[1] = F16(sb + 32 + 2 * i) * (float)sc[16 + i]; /* -dmin mn */
+    } else {
+        out[0] = d * (float)(int8_t)sc[i];
+        out[1] = d * (float)(int8_t)sc[16 + i];
+    }
 }
 
 /* One GGUF block of a row -> its integer codes (offset removed for the symmetric types) and, per
@@ -172,6 +193,32 @@ static void decode_block(gm_dtype t, const uint8_t *b, int8_t *q, float *s, floa
 }
 
 static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
+
+/* The compact scales (packed.h) of row r's 256-value block b of a Q4_K or Q6_K row into a panel:
+ * tile k's scale codes at sc + 32 k (Q4_K: sc, then mn at + 16; Q6_K: the int8 scales of columns
+ * 0-15, then 16-31), the f16 d (and Q4_K's -dmin) in the block's record. NULL b: a row past the end,
+ * all zero. */
+static void put_k_scales(gm_dtype from, const uint8_t *b, uint8_t *sc, uint8_t *sb, size_t r) {
+    if (!b) {
+        for (int k = 0; k < 8; k++) sc[32 * k + r] = sc[32 * k + 16 + r] = 0;
+        memset(sb + 2 * r, 0, 2);
+        if (from == GM_Q4_K) memset(sb + 32 + 2 * r, 0, 2);
+        return;
+    }
+    if (from == GM_Q4_K) {
+        const uint8_t *sc12 = b + 4;
+        for (int k = 0; k < 8; k++) {
+            sc[32 * k + r] = (uint8_t)(k < 4 ? sc12[k] & 63 : (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4));
+            sc[32 * k + 16 + r] = (uint8_t)(k < 4 ? sc12[k + 4] & 63 : (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4));
+        }
+        memcpy(sb + 2 * r, b, 2);
+        uint16_t nd = (uint16_t)(gm_kernels_le16(b + 2) ^ 0x8000u); /* -dmin: the sign bit, exactly */
+        sb[32 + 2 * r] = (uint8_t)nd, sb[32 + 2 * r + 1] = (uint8_t)(nd >> 8);
+        return;
+    }
+    for (int k = 0; k < 8; k++) sc[32 * k + r] = b[192 + 2 * k], sc[32 * k + 16 + r] = b[192 + 2 * k + 1];
+    memcpy(sb + 2 * r, b + 208, 2);
+}
 static float get_f32(const uint8_t *p) {
     float v;
     memcpy(&v, p, 4);
@@ -342,46 +389,31 @@ static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
     }
 }
 
-/* Q4_K -> N4SM and Q6_K -> N6, one 256-value block (8 tiles) of 16 rows at a time: the same bytes
- * as the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster
- * (the generic path assembles bit planes one bit at a time). */
-static void pack_k_panel(gm_dtype from, uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t blocks,
-                         size_t tile_bytes) {
-    const size_t bbytes = from == GM_Q4_K ? 144 : 210, so = scale_offset(from == GM_Q4_K ? GM_PK_N4SM : GM_PK_N6);
-    for (size_t bi = 0; bi < blocks; bi++) {
-        uint8_t *tiles = dst + bi * 8 * tile_bytes;
+/* Q4_K -> N4K and Q6_K -> N6, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
+ * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
+ * generic path assembles bit planes one bit at a time). */
+static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, size_t rb, size_t nrows) {
+    const gm_dtype from = P->from;
+    const size_t bbytes = from == GM_Q4_K ? 144 : 210, tile_bytes = P->tile_bytes;
+    for (size_t bi = 0; bi < P->cols / 256; bi++) {
+        uint8_t *tiles = panel + bi * 8 * tile_bytes;
+        uint8_t *sc = (uint8_t *)gm_packed_sc(P, panel, 8 * bi), *sb = (uint8_t *)gm_packed_sb(P, panel, 8 * bi);
         __m128i in[8][16];
         uint32_t plane4[8][16] = {{0}}, plane5[8][16] = {{0}};
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
-                for (int k = 0; k < 8; k++) {
-                    in[k][r] = _mm_setzero_si128();
-                    put_f32(tiles + (size_t)k * tile_bytes + so + 4 * r, 0.0f);
-                    put_f32(tiles + (size_t)k * tile_bytes + so + 64 + 4 * r, 0.0f);
-                }
+                for (int k = 0; k < 8; k++) in[k][r] = _mm_setzero_si128();
+                put_k_scales(from, NULL, sc, sb, r);
                 continue;
             }
             const uint8_t *b = W + r * rb + bi * bbytes;
+            put_k_scales(from, b, sc, sb, r);
             if (from == GM_Q4_K) {
-                float d = F16(b), dmin = F16(b + 2);
-                const uint8_t *sc12 = b + 4, *qs = b + 16;
-                for (int k = 0; k < 8; k++) {
-                    int sc = k < 4 ? sc12[k] & 63 : (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4);
-                    int mm = k < 4 ? sc12[k + 4] & 63 : (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4);
-                    uint8_t *t = tiles + (size_t)k * tile_bytes;
-                    put_f32(t + so + 4 * r, d * (float)sc);
-                    put_f32(t + so + 64 + 4 * r, -(dmin * (float)mm));
-                    in[k][r] = nibble_pairs(qs + 32 * (k / 2), 4 * (k & 1));
-                }
+                for (int k = 0; k < 8; k++) in[k][r] = nibble_pairs(b + 16 + 32 * (k / 2), 4 * (k & 1));
             } else {
                 const uint8_t *ql = b, *qh = b + 128;
-                const int8_t *sc = (const int8_t *)(b + 192);
-                float d = F16(b + 208);
                 for (int k = 0; k < 8; k++) {
                     int h = k / 4, kk = k % 4;
-                    uint8_t *t = tiles + (size_t)k * tile_bytes;
-                    put_f32(t + so + 4 * r, d * (float)sc[2 * k]);
-                    put_f32(t + so + 64 + 4 * r, d * (float)sc[2 * k + 1]);
                     in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
                     plane4[k][r] = bit_mask32(qh + 32 * h, 2 * kk);
                     plane5[k][r] = bit_mask32(qh + 32 * h, 2 * kk + 1);
@@ -399,6 +431,7 @@ static void pack_k_panel(gm_dtype from, uint8_t *dst, const uint8_t *W, size_t r
             }
         }
     }
+    memset(panel + P->sb_at + P->cols / 256 * P->sb_bytes, 0, P->panel_bytes - P->sb_at - P->cols / 256 * P->sb_bytes);
 }
 
 /* One tile from the codes of its 16 rows (codes[r][c], c < 32; unsigned for the nibble kinds). */
@@ -448,7 +481,7 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
             continue;
         }
         if (fast && (P->from == GM_Q4_K || P->from == GM_Q6_K)) {
-            pack_k_panel(P->from, panel, src, row_bytes, nrows, P->cols / 256, P->tile_bytes);
+            pack_k_panel(P, panel, src, row_bytes, nrows);
             continue;
         }
         memset(panel, 0, P->panel_bytes);
@@ -460,6 +493,9 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
                 int8_t q[256];
                 float sc[16], m[8];
                 decode_block(P->from, block, q, sc, m);
+                if (gm_pack_kind_compact(P->kind))
+                    put_k_scales(P->from, block, (uint8_t *)gm_packed_sc(P, panel, bi * per_block),
+                                 (uint8_t *)gm_packed_sb(P, panel, bi * per_block), r);
                 for (size_t k = 0; k < per_block; k++) {
                     uint8_t *t = panel + (bi * per_block + k) * P->tile_bytes;
                     for (int c = 0; c < 32; c++) codes[k][r][c] = (int8_t)(q[32 * k + (size_t)c] + off);
@@ -469,11 +505,7 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
                         put_f32(t + so + 4 * r, sc[k]);
                         put_f32(t + so + 64 + 4 * r, m[k]);
                         break;
-                    case GM_PK_N6:
-                        put_f32(t + so + 4 * r, sc[2 * k]);
-                        put_f32(t + so + 64 + 4 * r, sc[2 * k + 1]);
-                        break;
-                    default: break;
+                    default: break; /* the compact kinds: put_k_scales above */
                     }
                 }
             }
@@ -500,6 +532,8 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             continue;
         }
         const size_t so = scale_offset(P->kind);
+        float ks[2] = {0, 0};
+        if (gm_pack_kind_compact(P->kind)) gm_packed_k_scales(P, panel, b, (int)i, ks);
         for (int c = 0; c < 32; c++) {
             int code = gm_packed_code(P->kind, t, c / 2, (int)(2 * i) + (c & 1));
             float w;
@@ -507,7 +541,8 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             case GM_PK_D16: w = F16(t + so + 2 * i) * (float)code; break;
             case GM_PK_N5D: w = F16(t + so + 2 * i) * (float)(code - 16); break;
             case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
-            case GM_PK_N6: w = get_f32(t + so + 64 * (size_t)(c / 16) + 4 * i) * (float)(code - 32); break;
+            case GM_PK_N4K: w = ks[0] * (float)code + ks[1]; break;
+            case GM_PK_N6: w = ks[c / 16] * (float)(code - 32); break;
             default: w = 0; break;
             }
             out[32 * b + (size_t)c] = w;

@@ -14,9 +14,21 @@
  *   kind         codes  scales                         w                          from
  *   GM_PK_D16    8-bit  f16 d[16]                      d[r] * q                   Q8_0, Q4_0 (q - 8)
  *   GM_PK_SM32   8-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q5_1, Q5_K (s = d*sc, m = -dmin*m)
- *   GM_PK_N4SM   4-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q4_1, Q4_K
+ *   GM_PK_N4SM   4-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q4_1
  *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
- *   GM_PK_N6     6-bit  f32 s[2][16] (per 16 columns)  s[c / 16][r] * (q - 32)    Q6_K (s = d*sc)
+ *   GM_PK_N4K    4-bit  u8 sc[16], mn[16]; per 8 tiles  (d sc) q - (dmin mn)       Q4_K
+ *                       f16 d[16], -dmin[16]
+ *   GM_PK_N6     6-bit  i8 sc[2][16] (per 16 columns);  (d sc[c / 16]) (q - 32)   Q6_K
+ *                       per 8 tiles f16 d[16]
+ *
+ * The two K-quant kinds keep their scales compact, as the GGUF does (6-bit scales under one f16 per
+ * 256 values): f32 scales in the tiles would add 2 bits per weight, a third more bytes than a Q4_K
+ * file. Their tiles hold codes only (tile_bytes 256 / 384); after a panel's tiles come the tiles'
+ * 32 bytes of scale codes (at sc_at: tile b's at sc_at + 32 b), then one sb_bytes record of f16 row
+ * scales per 256 columns (at sb_at + sb_bytes (b / 8)), the panel padded to 64 bytes. Kernels form
+ * s = d * sc (and m = -dmin * mn) in f32: the very products an f32 layout would store, so every kind's
+ * w is still bit for bit the GGUF's. (Q4_1's and Q5_K's per-block f16 scales are not products of a
+ * small integer and a shared scale: they keep f32 s and m in the tile.)
  *
  * so the 16 lanes of a 512-bit register are 16 rows, one broadcast input pair feeds them all, and each
  * block scale is applied once per 16 rows x 16 or 32 columns. Rows past the end of the last panel are
@@ -60,7 +72,7 @@
 enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
 /* Bumped whenever the packed layout of any kind changes: weight caches (model/weight_cache.h) written
  * by another layout are ignored. */
-enum { GM_PACK_LAYOUT_VERSION = 1 };
+enum { GM_PACK_LAYOUT_VERSION = 2 };
 
 typedef enum gm_pack_kind {
     GM_PK_NONE = 0,
@@ -69,15 +81,18 @@ typedef enum gm_pack_kind {
     GM_PK_N4SM,
     GM_PK_N5D,
     GM_PK_N6,
-    GM_PK_BF16
+    GM_PK_BF16,
+    GM_PK_N4K
 } gm_pack_kind;
 
 typedef struct gm_packed {
     gm_pack_kind kind;
     gm_dtype from;        /* the GGUF type it was packed from */
     size_t rows, cols;    /* cols is a multiple of 32 */
-    size_t tile_bytes;    /* bytes of one 16 x 32 tile */
-    size_t panel_bytes;   /* tiles * tile_bytes */
+    size_t tile_bytes;    /* bytes of one 16 x 32 tile (its codes alone for GM_PK_N4K, GM_PK_N6) */
+    size_t panel_bytes;   /* tiles * tile_bytes, plus the scale sections of GM_PK_N4K, GM_PK_N6 */
+    size_t sc_at, sb_at;  /* GM_PK_N4K, GM_PK_N6: where a panel's scale codes and its f16 row scales start */
+    size_t sb_bytes;      /* bytes of one 256-column record of f16 row scales (64: d, -dmin; 32: d) */
     uint8_t *data;        /* [ceil(rows/16)][cols/32] tiles */
 } gm_packed;
 
@@ -99,6 +114,17 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
 static inline size_t gm_packed_size(const gm_packed *P) {
     return (P->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * P->panel_bytes;
 }
+/* Whether kind k keeps the compact K-quant scales (packed.h's header), and where tile b's are in a panel. */
+static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6; }
+static inline const uint8_t *gm_packed_sc(const gm_packed *P, const uint8_t *panel, size_t b) {
+    return panel + P->sc_at + 32 * b;
+}
+static inline const uint8_t *gm_packed_sb(const gm_packed *P, const uint8_t *panel, size_t b) {
+    return panel + P->sb_at + P->sb_bytes * (b / 8);
+}
+/* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K s = d sc, m = -dmin mn in out[0], out[1];
+ * GM_PK_N6 s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
+void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);
 /* Pack rows [r0, r1) of the matrix into P (P->data holds gm_packed_bytes(...)): W points at row r0
  * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
  * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */

@@ -138,16 +138,17 @@ GM_AI void scale_out(const float *c, float *yacc, int n, __m512 s, int with_min,
 
 enum { TC = 128 }; /* tokens per pass over a panel */
 
-/* per-tile scales of a quantized kind: s (first or only), s1 (Q6_K's second half), m (the min) */
-GM_AI void tile_scales(gm_pack_kind K, const uint8_t *t, __m512 *s0, __m512 *s1, __m512 *mv) {
+/* per-tile scales of a quantized kind (tile b of a panel): s (first or only), s1 (Q6_K's second half), m (the
+ * min) */
+GM_AI void tile_scales(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, __m512 *s0, __m512 *s1,
+                       __m512 *mv) {
+    const uint8_t *t = panel + b * P->tile_bytes;
     *s1 = *mv = _mm512_setzero_ps();
     switch (K) {
     case GM_PK_D16: *s0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512))); break;
     case GM_PK_N5D: *s0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 320))); break;
-    case GM_PK_N6:
-        *s0 = _mm512_load_ps((const float *)(t + 384));
-        *s1 = _mm512_load_ps((const float *)(t + 448));
-        break;
+    case GM_PK_N6: k_scales(K, gm_packed_sc(P, panel, b), gm_packed_sb(P, panel, b), s0, s1); break;
+    case GM_PK_N4K: k_scales(K, gm_packed_sc(P, panel, b), gm_packed_sb(P, panel, b), s0, mv); break;
     default: {
         const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
         *s0 = _mm512_load_ps(sm);
@@ -162,7 +163,7 @@ GM_AI void tile_scales(gm_pack_kind K, const uint8_t *t, __m512 *s0, __m512 *s1,
  * products, and each C tile is scaled into the panel's accumulators. */
 GM_AI void matmul_q_amx_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                           size_t ldy) {
-    const int halves = K == GM_PK_N6, with_min = K == GM_PK_SM32 || K == GM_PK_N4SM;
+    const int halves = K == GM_PK_N6, with_min = K == GM_PK_SM32 || K == GM_PK_N4SM || K == GM_PK_N4K;
     const size_t tiles = P->cols / 32, lda = xq->ldq * sizeof(uint16_t), blk = 16 * xq->ldq;
     _Alignas(64) uint16_t bbuf[4][512];
     _Alignas(64) float cbuf[256], yacc[2][TC * 16];
@@ -176,13 +177,13 @@ GM_AI void matmul_q_amx_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t 
             const int nt = (int)(T - tc < TC ? T - tc : TC), nblk = (nt + 15) / 16;
             memset(yacc, 0, sizeof yacc);
             for (size_t b = 0; b < tiles; b++) {
-                const uint8_t *t0 = P->data + p * P->panel_bytes + b * P->tile_bytes, *t1 = t0 + P->panel_bytes;
+                const uint8_t *pa = P->data + p * P->panel_bytes, *pb = pa + P->panel_bytes;
                 __m512 s[2][2], mv[2];
-                codes_bf16(K, t0, bbuf[0], bbuf[1]);
-                tile_scales(K, t0, &s[0][0], &s[0][1], &mv[0]);
+                codes_bf16(K, pa + b * P->tile_bytes, bbuf[0], bbuf[1]);
+                tile_scales(K, P, pa, b, &s[0][0], &s[0][1], &mv[0]);
                 if (np == 2) {
-                    codes_bf16(K, t1, bbuf[1], bbuf[2]);
-                    tile_scales(K, t1, &s[1][0], &s[1][1], &mv[1]);
+                    codes_bf16(K, pb + b * P->tile_bytes, bbuf[1], bbuf[2]);
+                    tile_scales(K, P, pb, b, &s[1][0], &s[1][1], &mv[1]);
                 }
                 _tile_loadd(6, bbuf[0], 64);
                 if (nbop == 2) _tile_loadd(7, bbuf[1], 64);
@@ -240,6 +241,7 @@ static void matmul_amx(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq
     case GM_PK_D16: matmul_q_amx_k(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul_q_amx_k(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul_q_amx_k(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4K: matmul_q_amx_k(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul_q_amx_k(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: matmul_q_amx_k(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;
     default: return;

@@ -144,9 +144,11 @@ GM_AI __m256 two_terms(__m256i v1, int32_t o1, __m256i v2, int32_t o2) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v2, _mm256_set1_epi32(o2))), _mm256_set1_ps(0x1p-15f), f1);
 }
 
-/* lo / hi (rows 0-7 / 8-15) += the tile's contribution for one input (both terms) */
-GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
-                      const int32_t *x2, float dx, float xs, const int32_t *qs, __m256 *lo, __m256 *hi) {
+/* lo / hi (rows 0-7 / 8-15) += the contribution of tile t (its codes) for one input (both terms); sc, kd:
+ * the compact kinds' scale codes (gm_packed_sc) and block scales (k_block8) */
+GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *sc, const __m256 kd[4],
+                      const int32_t *xb, const int32_t *x1, const int32_t *x2, float dx, float xs, const int32_t *qs,
+                      __m256 *lo, __m256 *hi) {
     __m256i d1[4], d2[4];
     tile_dots(K, pre, t, xb, x1, x2, d1, d2);
     __m256 dv = _mm256_set1_ps(dx);
@@ -160,12 +162,24 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *
         *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2), _mm256_mul_ps(sh, dv), *hi);
         return;
     }
-    case GM_PK_N6: {
-        const float *s = (const float *)(t + 384);
-        *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
-        *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
-        *lo = _mm256_fmadd_ps(two_terms(d1[2], 32 * qs[1], d2[2], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 16), dv), *lo);
-        *hi = _mm256_fmadd_ps(two_terms(d1[3], 32 * qs[1], d2[3], 32 * qs[3]), _mm256_mul_ps(_mm256_load_ps(s + 24), dv), *hi);
+    case GM_PK_N6: { /* s[h][0]: rows 8h .. 8h + 7, columns 0-15; s[h][1]: columns 16-31 */
+        __m256 s[2][2];
+        k_tile8(K, sc, kd, 0, &s[0][0], &s[0][1]);
+        k_tile8(K, sc, kd, 1, &s[1][0], &s[1][1]);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(s[0][0], dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(s[1][0], dv), *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[2], 32 * qs[1], d2[2], 32 * qs[3]), _mm256_mul_ps(s[0][1], dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[3], 32 * qs[1], d2[3], 32 * qs[3]), _mm256_mul_ps(s[1][1], dv), *hi);
+        return;
+    }
+    case GM_PK_N4K: {
+        __m256 sl, ml, sh, mh, x = _mm256_set1_ps(xs);
+        k_tile8(K, sc, kd, 0, &sl, &ml);
+        k_tile8(K, sc, kd, 1, &sh, &mh);
+        *lo = _mm256_fmadd_ps(ml, x, *lo);
+        *hi = _mm256_fmadd_ps(mh, x, *hi);
+        *lo = _mm256_fmadd_ps(two_terms(d1[0], 0, d2[0], 0), _mm256_mul_ps(sl, dv), *lo);
+        *hi = _mm256_fmadd_ps(two_terms(d1[1], 0, d2[1], 0), _mm256_mul_ps(sh, dv), *hi);
         return;
     }
     default: { /* SM32, N4SM */
@@ -186,11 +200,13 @@ GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     const gm_prefetch pf = gm_packed_prefetch(); /* as the AVX-512 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
-        const uint8_t *t = P->data + p * P->panel_bytes;
-        __m256 lo = _mm256_setzero_ps(), hi = lo;
+        const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
+        __m256 lo = _mm256_setzero_ps(), hi = lo, kd[4] = {lo, lo, lo, lo};
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_stream(t, pf, tb);
-            tile_apply(K, pre, t, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b],
+            if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+            if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
+            tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b],
                        xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
@@ -226,7 +242,7 @@ static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
 #define KIND(k) \
     case k: if (xq->has_xb) matvec_k(k, 1, P, r0, r1, xq, y); else matvec_k(k, 0, P, r0, r1, xq, y); return;
-    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N5D) KIND(GM_PK_N6)
+    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N4K) KIND(GM_PK_N5D) KIND(GM_PK_N6)
 #undef KIND
     default: return;
     }

@@ -29,6 +29,36 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
     *b = y;
 }
 
+/* The f32 scales of rows 0-7 (h = 0) or 8-15 (h = 1) of a compact K-quant tile (packed.h), from its scale
+ * codes sc and its block's f16 row scales (k_block8: d[h] = d, d[2 + h] = -dmin): GM_PK_N4K s = d sc,
+ * m = -dmin mn; GM_PK_N6 the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales
+ * forms, bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
+GM_AI void k_block8(gm_pack_kind K, const uint8_t *sb, __m256 d[4]) {
+    d[0] = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)sb));
+    d[1] = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sb + 16)));
+    d[2] = K == GM_PK_N4K ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sb + 32))) : d[0];
+    d[3] = K == GM_PK_N4K ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sb + 48))) : d[1];
+}
+
+GM_AI void k_tile8(gm_pack_kind K, const uint8_t *sc, const __m256 d[4], int h, __m256 *s, __m256 *m) {
+    __m128i c0 = _mm_loadl_epi64((const __m128i *)(sc + 8 * h)), c1 = _mm_loadl_epi64((const __m128i *)(sc + 16 + 8 * h));
+    if (K == GM_PK_N4K) {
+        *s = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c0)));
+        *m = _mm256_mul_ps(d[2 + h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c1)));
+    } else {
+        *s = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c0)));
+        *m = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(c1)));
+    }
+}
+
+/* All 16 rows of tile b's scales: s[h], m[h] for rows 8h .. 8h + 7 (the block's d converted here) */
+GM_AI void k_scales16(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, __m256 s[2], __m256 m[2]) {
+    __m256 d[4];
+    k_block8(K, gm_packed_sb(P, panel, b), d);
+    k_tile8(K, gm_packed_sc(P, panel, b), d, 0, &s[0], &m[0]);
+    k_tile8(K, gm_packed_sc(P, panel, b), d, 1, &s[1], &m[1]);
+}
+
 /* Rows [r0, r1) of panel p's 16 results into y (y[0] = row r0), stored, or with `add` added to what y holds
  * (a constant after inlining) */
 GM_AI void put_rows(float *y, __m256 lo, __m256 hi, size_t p, size_t r0, size_t r1, int add) {

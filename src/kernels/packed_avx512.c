@@ -176,9 +176,9 @@ GM_AI __m512 two_terms(__m512i v1, __m512i v2) {
 }
 
 /* acc += the tile's contribution for one input with block scale dx, scaled block sum xs and code
- * sums qs[0..3] */
-GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512i i[4], float dx, float xs, const int32_t *qs,
-                         __m512 acc) {
+ * sums qs[0..3]; ks: the compact kinds' scales (k_tile) */
+GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], const __m512i i[4], float dx, float xs,
+                         const int32_t *qs, __m512 acc) {
     __m512 d = _mm512_set1_ps(dx);
     switch (K) {
     case GM_PK_D16: {
@@ -192,13 +192,17 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512i i[4], f
         return _mm512_fmadd_ps(two_terms(v1, v2), _mm512_mul_ps(s, d), acc);
     }
     case GM_PK_N6: {
-        __m512 s0 = _mm512_load_ps((const float *)(t + 384)), s1 = _mm512_load_ps((const float *)(t + 448));
+        __m512 s0 = ks[0], s1 = ks[1];
         __m512 fa = two_terms(_mm512_sub_epi32(i[0], _mm512_set1_epi32(32 * qs[0])),
                               _mm512_sub_epi32(i[2], _mm512_set1_epi32(32 * qs[2])));
         __m512 fb = two_terms(_mm512_sub_epi32(i[1], _mm512_set1_epi32(32 * qs[1])),
                               _mm512_sub_epi32(i[3], _mm512_set1_epi32(32 * qs[3])));
         acc = _mm512_fmadd_ps(fa, _mm512_mul_ps(s0, d), acc);
         return _mm512_fmadd_ps(fb, _mm512_mul_ps(s1, d), acc);
+    }
+    case GM_PK_N4K: {
+        acc = _mm512_fmadd_ps(ks[1], _mm512_set1_ps(xs), acc);
+        return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(ks[0], d), acc);
     }
     default: { /* SM32, N4SM: w = s q + m */
         const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
@@ -208,11 +212,15 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512i i[4], f
     }
 }
 
-GM_AI __m512 tile_apply(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, float dx, float xs,
-                        const int32_t *qs, __m512 acc) {
+/* tile b of a panel (t: its codes; kd: its block's scales, compact kinds) */
+GM_AI __m512 tile_apply(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, const __m512 kd[2],
+                        const uint8_t *t, const int32_t *x1, const int32_t *x2, float dx, float xs, const int32_t *qs,
+                        __m512 acc) {
     __m512i i[4];
+    __m512 ks[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     tile_dots(K, t, x1, x2, i);
-    return tile_finish(K, t, i, dx, xs, qs, acc);
+    if (gm_pack_kind_compact(K)) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks[0], &ks[1]);
+    return tile_finish(K, t, ks, i, dx, xs, qs, acc);
 }
 
 /* Rows [r0, r1) of panel p's 16 results v into y (y[0] = row r0). */
@@ -239,16 +247,19 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
      * longer one to L2 on top of it helps more (3 KiB: +16-21 %). */
     const gm_prefetch pf = gm_packed_prefetch();
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
-        const uint8_t *t = P->data + p * P->panel_bytes;
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+        const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
+        __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, kd[2] = {acc0, acc0};
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
             prefetch_stream(t, pf, 2 * tb);
-            acc0 = tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
-            acc1 = tile_apply(K, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1], xq->s[b + 1],
-                              xq->qs + 4 * b + 4, acc1);
+            if (gm_pack_kind_compact(K)) prefetch_k_scales(P, panel, b, pf, tb); /* b even */
+            if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
+            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
+            acc1 = tile_apply(K, P, panel, b + 1, kd, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1],
+                              xq->s[b + 1], xq->qs + 4 * b + 4, acc1);
         }
-        if (b < tiles) acc0 = tile_apply(K, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
+        if (b < tiles) /* never a compact kind's: they have 8 tiles per block */
+            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
         store_rows(y, _mm512_add_ps(acc0, acc1), p, r0, r1);
     }
 }
@@ -362,6 +373,7 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_D16: matvec_k(GM_PK_D16, P, r0, r1, xq, y); return;
     case GM_PK_SM32: matvec_k(GM_PK_SM32, P, r0, r1, xq, y); return;
     case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
+    case GM_PK_N4K: matvec_k(GM_PK_N4K, P, r0, r1, xq, y); return;
     case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
     default: return;
@@ -374,13 +386,17 @@ GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t
                     size_t t0, float *Y, size_t ldy) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldq = xq->ldq, ldd = xq->ldd;
     const int halves = K == GM_PK_N6;
-    const uint8_t *t = P->data + p * P->panel_bytes;
+    const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     __m512 acc[NTQ];
     const int32_t *x1[NTQ], *x2[NTQ];
 #pragma GCC unroll 8
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
+    __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         __m512i ia1[NTQ], ia2[NTQ], ib1[NTQ], ib2[NTQ];
+        if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd);
+        __m512 ks[2] = {kd[0], kd[1]}; /* the tile's scales, for all nt inputs */
+        if (gm_pack_kind_compact(K)) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks[0], &ks[1]);
 #pragma GCC unroll 8
         for (int j = 0; j < nt; j++) {
             x1[j] = (const int32_t *)(xq->q + (t0 + (size_t)j) * ldq) + 16 * b;
@@ -409,7 +425,7 @@ GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t
         for (int j = 0; j < nt; j++) {
             size_t o = (t0 + (size_t)j) * ldd + b;
             __m512i i4[4] = {ia1[j], ib1[j], ia2[j], ib2[j]};
-            acc[j] = tile_finish(K, t, i4, xq->d[o], xq->s[o], xq->qs + 4 * o, acc[j]);
+            acc[j] = tile_finish(K, t, ks, i4, xq->d[o], xq->s[o], xq->qs + 4 * o, acc[j]);
         }
     }
 #pragma GCC unroll 8
@@ -460,13 +476,14 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                      const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldd = xq->ldd;
     const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
-    const uint8_t *t = P->data + p * P->panel_bytes;
+    const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_stream(t, pf, tb);
+        if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12
@@ -485,6 +502,12 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 i3[j] = _mm512_dpbusd_epi32(i3[j], w, _mm512_set1_epi32(x[j][16 + g]));
             }
         }
+        __m512 ks = _mm512_setzero_ps(), km = ks; /* the kinds with a min: the tile's s and m */
+        if (K == GM_PK_N4K) k_scales(K, gm_packed_sc(P, panel, b), gm_packed_sb(P, panel, b), &ks, &km);
+        else if (K == GM_PK_SM32 || K == GM_PK_N4SM) {
+            const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+            ks = _mm512_load_ps(sm), km = _mm512_load_ps(sm + 16);
+        }
 #pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
             size_t o = (t0 + (size_t)j) * ldd + b;
@@ -502,10 +525,9 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
                 if (bound) bacc = _mm512_fmadd_ps(_mm512_abs_ps(s), _mm512_set1_ps(eb[b]), bacc);
             } else { /* w = s q + m: the m part needs the block sum of x */
-                const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
                 float sx = one ? e * (float)S[0] : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
-                acc[j] = _mm512_fmadd_ps(_mm512_load_ps(sm + 16), _mm512_set1_ps(sx), acc[j]);
-                acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(_mm512_load_ps(sm), _mm512_set1_ps(e)), acc[j]);
+                acc[j] = _mm512_fmadd_ps(km, _mm512_set1_ps(sx), acc[j]);
+                acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(ks, _mm512_set1_ps(e)), acc[j]);
             }
         }
     }
@@ -538,6 +560,7 @@ static void packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, cons
     case GM_PK_D16: matmul8_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul8_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     default: gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy); return; /* int16 terms */
     }
@@ -561,6 +584,7 @@ void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
     case GM_PK_D16: matmul_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4K: matmul_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: matmul_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;
     default: return;

@@ -48,12 +48,13 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
                        const gm_xq *xq, size_t t0, float *y, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = P->tile_bytes;
     const int off = K == GM_PK_N5D ? 16 : 0; /* Q5_0's codes are q + 16 */
-    const uint8_t *t = P->data + p * P->panel_bytes;
+    const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_stream(t, pf, tb);
+        if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
         const size_t o = t0 * xq->ldd + b;
         const int32_t *S = xq->s8 + 3 * o;
         __m256i dot[3][2];
@@ -77,11 +78,19 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
             if (bound)
                 for (int h = 0; h < 2; h++) bacc[h] = _mm256_fmadd_ps(_mm256_and_ps(s[h], absmask), _mm256_set1_ps(eb[b]), bacc[h]);
         } else { /* w = s q + m: the m part needs the block sum of x */
-            const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
             float sx = terms == 1 ? e * (float)S[0]
                                   : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
-            rows_mixed(_mm256_load_ps(sm), _mm256_load_ps(sm + 8), &s[0], &s[1]);
-            rows_mixed(_mm256_load_ps(sm + 16), _mm256_load_ps(sm + 24), &m[0], &m[1]);
+            __m256 sl, sh, ml, mh; /* rows 0-7, 8-15 */
+            if (K == GM_PK_N4K) {
+                __m256 ks[2], km[2];
+                k_scales16(K, P, panel, b, ks, km);
+                sl = ks[0], sh = ks[1], ml = km[0], mh = km[1];
+            } else {
+                const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+                sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8), ml = _mm256_load_ps(sm + 16), mh = _mm256_load_ps(sm + 24);
+            }
+            rows_mixed(sl, sh, &s[0], &s[1]);
+            rows_mixed(ml, mh, &m[0], &m[1]);
             for (int h = 0; h < 2; h++) {
                 acc[h] = _mm256_fmadd_ps(m[h], _mm256_set1_ps(sx), acc[h]);
                 acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(s[h], _mm256_set1_ps(e)), acc[h]);
@@ -111,6 +120,7 @@ void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_x
     case GM_PK_D16: matmul8_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_SM32: matmul8_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }

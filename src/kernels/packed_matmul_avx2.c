@@ -36,8 +36,9 @@ GM_AI void decode_pair(__m256i v, int is_signed, __m256 sl, __m256 sh, __m256 ml
     _mm256_store_ps(out + 24, _mm256_fmadd_ps(codes_f32(_mm_srli_si128(c1, 8), is_signed), sh, mh));
 }
 
-/* Tile t (16 rows x 32 columns) as f32 weights, w[c * 16 + r]. */
-GM_AI void decode_tile(gm_pack_kind K, const uint8_t *t, float *w) {
+/* Tile b of a panel (16 rows x 32 columns) as f32 weights, w[c * 16 + r]. */
+GM_AI void decode_tile(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, float *w) {
+    const uint8_t *t = panel + b * P->tile_bytes;
     if (K == GM_PK_BF16) { /* [16 pairs][16 rows][2] bf16: column 2q in the low half of a row's 32 bits */
         const __m256i hi16 = _mm256_set1_epi32((int)0xffff0000u);
         for (int q = 0; q < 16; q++) {
@@ -60,9 +61,16 @@ GM_AI void decode_tile(gm_pack_kind K, const uint8_t *t, float *w) {
         break;
     }
     case GM_PK_N6: { /* a scale per 16 columns: pairs 0-7, then pairs 8-15 */
-        const float *s = (const float *)(t + 384);
-        sa_l = _mm256_load_ps(s), sa_h = _mm256_load_ps(s + 8), sb_l = _mm256_load_ps(s + 16), sb_h = _mm256_load_ps(s + 24);
+        __m256 s[2], s2[2];
+        k_scales16(K, P, panel, b, s, s2);
+        sa_l = s[0], sa_h = s[1], sb_l = s2[0], sb_h = s2[1];
         off = _mm256_set1_epi8(32);
+        break;
+    }
+    case GM_PK_N4K: {
+        __m256 s[2], m[2];
+        k_scales16(K, P, panel, b, s, m);
+        sa_l = sb_l = s[0], sa_h = sb_h = s[1], m_l = m[0], m_h = m[1];
         break;
     }
     default: { /* SM32, N4SM: s[16] then m[16] */
@@ -117,12 +125,12 @@ GM_AI void tokens(const float *w, size_t n, const gm_xq *xq, size_t c0, size_t t
 
 GM_AI void matmul_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                     size_t ldy, float *w) {
-    const size_t cols = P->cols, tb = P->tile_bytes;
+    const size_t cols = P->cols;
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes;
         for (size_t c0 = 0; c0 < cols; c0 += KC) {
             size_t n = cols - c0 < KC ? cols - c0 : KC;
-            for (size_t b = 0; b < n / 32; b++) decode_tile(K, panel + (c0 / 32 + b) * tb, w + 512 * b);
+            for (size_t b = 0; b < n / 32; b++) decode_tile(K, P, panel, c0 / 32 + b, w + 512 * b);
             size_t t0 = 0;
             for (; t0 + NT <= T; t0 += NT) tokens(w, n, xq, c0, t0, NT, p, r0, r1, Y, ldy);
             switch (T - t0) {
@@ -145,6 +153,7 @@ void gm_packed_matmul_f32_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_D16: matmul_k(GM_PK_D16, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_SM32: matmul_k(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N4SM: matmul_k(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy, w); break;
+    case GM_PK_N4K: matmul_k(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N5D: matmul_k(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N6: matmul_k(GM_PK_N6, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_BF16: matmul_k(GM_PK_BF16, P, r0, r1, xq, T, Y, ldy, w); break;

@@ -63,8 +63,11 @@ static void bf16_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_x
 }
 
 /* one tile's contribution to row i for input t: exact integer dots of both input terms, in f64 */
-static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
+static double tile_ref(const gm_packed *P, const uint8_t *panel, int i, const gm_xq *xq, size_t t, size_t b) {
     const gm_pack_kind k = P->kind;
+    const uint8_t *tile = panel + b * P->tile_bytes;
+    float ks[2] = {0, 0};
+    if (gm_pack_kind_compact(k)) gm_packed_k_scales(P, panel, b, i, ks);
     const int16_t *q1 = xq->q + t * xq->ldq + 32 * b, *q2 = xq->q2 + t * xq->ldq + 32 * b;
     const int32_t *qs = xq->qs + 4 * (t * xq->ldd + b);
     double dx = xq->d[t * xq->ldd + b];
@@ -82,15 +85,15 @@ static double tile_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_
         return (double)f32_at(tile + so + 4 * i) * dx * DOT(0, 32, 0, 0, 0) +
                (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
     }
+    case GM_PK_N4K: return (double)ks[0] * dx * DOT(0, 32, 0, 0, 0) + (double)ks[1] * (double)xq->s[t * xq->ldd + b];
     case GM_PK_N6:
-        return (double)f32_at(tile + 384 + 4 * i) * dx * DOT(0, 16, 32, qs[0], qs[2]) +
-               (double)f32_at(tile + 448 + 4 * i) * dx * DOT(16, 16, 32, qs[1], qs[3]);
+        return (double)ks[0] * dx * DOT(0, 16, 32, qs[0], qs[2]) + (double)ks[1] * dx * DOT(16, 16, 32, qs[1], qs[3]);
     default: return 0.0;
     }
 #undef DOT
 }
 
-typedef double (*tile_fn)(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b);
+typedef double (*tile_fn)(const gm_packed *P, const uint8_t *panel, int i, const gm_xq *xq, size_t t, size_t b);
 
 /* Y[t][r - r0] = the sum over the tiles of row r of tile(...), in f64 */
 static void tiles_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy,
@@ -101,7 +104,7 @@ static void tiles_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
         int i = (int)(r % GM_PANEL_ROWS);
         for (size_t t = 0; t < T; t++) {
             double acc = 0.0;
-            for (size_t b = 0; b < nb; b++) acc += tile(P, panel + b * P->tile_bytes, i, xq, t, b);
+            for (size_t b = 0; b < nb; b++) acc += tile(P, panel, i, xq, t, b);
             Y[t * ldy + (r - r0)] = (float)acc;
         }
     }
@@ -162,8 +165,9 @@ void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq
 }
 
 /* one tile's contribution to row i for input t from the int8 terms, in f64 */
-static double tile8_ref(const gm_packed *P, const uint8_t *tile, int i, const gm_xq *xq, size_t t, size_t b) {
+static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const gm_xq *xq, size_t t, size_t b) {
     const gm_pack_kind k = P->kind;
+    const uint8_t *tile = panel + b * P->tile_bytes;
     const int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
     const int32_t *S = xq->s8 + 3 * (t * xq->ldd + b);
     double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0;
@@ -180,6 +184,11 @@ static double tile8_ref(const gm_packed *P, const uint8_t *tile, int i, const gm
     case GM_PK_SM32: case GM_PK_N4SM: {
         size_t so = k == GM_PK_SM32 ? 512 : 256;
         return (double)f32_at(tile + so + 4 * i) * e * F + (double)f32_at(tile + so + 64 + 4 * i) * e * Sx;
+    }
+    case GM_PK_N4K: {
+        float ks[2];
+        gm_packed_k_scales(P, panel, b, i, ks);
+        return (double)ks[0] * e * F + (double)ks[1] * e * Sx;
     }
     default: return 0.0;
     }

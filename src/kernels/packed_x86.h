@@ -35,4 +35,30 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
     *wb = b;
 }
 
+/* The f32 scales of the 16 rows of a compact K-quant tile (packed.h), from its scale codes sc and its
+ * block's f16 row scales d (k_block: d[0] = d, d[1] = -dmin): GM_PK_N4K s = d sc and m = -dmin mn;
+ * GM_PK_N6 the scales of columns 0-15 in *s and of 16-31 in *m. The products gm_packed_k_scales forms,
+ * bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
+GM_PI void k_block(gm_pack_kind K, const uint8_t *sb, __m512 d[2]) {
+    d[0] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sb));
+    d[1] = K == GM_PK_N4K ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + 32))) : d[0];
+}
+
+GM_PI void k_tile(gm_pack_kind K, const uint8_t *sc, const __m512 d[2], __m512 *s, __m512 *m) {
+    __m128i c0 = _mm_load_si128((const __m128i *)sc), c1 = _mm_load_si128((const __m128i *)(sc + 16));
+    if (K == GM_PK_N4K) {
+        *s = _mm512_mul_ps(d[0], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c0)));
+        *m = _mm512_mul_ps(d[1], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c1)));
+    } else {
+        *s = _mm512_mul_ps(d[0], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c0)));
+        *m = _mm512_mul_ps(d[0], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(c1)));
+    }
+}
+
+GM_PI void k_scales(gm_pack_kind K, const uint8_t *sc, const uint8_t *sb, __m512 *s, __m512 *m) {
+    __m512 d[2];
+    k_block(K, sb, d);
+    k_tile(K, sc, d, s, m);
+}
+
 #endif

@@ -755,7 +755,13 @@ int main(void) {
           (int)gm_pack_kind_of(GM_Q5_0), avx2 ? "AVX2" : "other");
     CHECK(gm_packed_bytes(GM_Q5_0, 16, 64) == (avx2 ? 2 * 544u : 2 * 352u), "Q5_0 16 x 64 packs to %zu bytes",
           gm_packed_bytes(GM_Q5_0, 16, 64));
-    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4SM &&
+    /* Q4_K and Q6_K keep the file's compact scales (packed.h): 16 rows x 256 columns are 2304 / 3360 bytes
+     * in a GGUF; packed, 8 tiles of codes, 8 x 32 bytes of scale codes, one f16 record, 64-byte padding */
+    CHECK(gm_packed_bytes(GM_Q4_K, 16, 256) == 8 * 256 + 256 + 64 && gm_packed_bytes(GM_Q6_K, 16, 256) == 3392 &&
+              gm_packed_bytes(GM_Q6_K, 16, 512) == 16 * 384 + 512 + 64 && gm_packed_bytes(GM_Q4_K, 17, 512) == 2 * 4736,
+          "K-quant packed sizes: Q4_K %zu, Q6_K %zu / %zu", gm_packed_bytes(GM_Q4_K, 16, 256),
+          gm_packed_bytes(GM_Q6_K, 16, 256), gm_packed_bytes(GM_Q6_K, 16, 512));
+    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4K &&
               gm_pack_kind_of(GM_Q6_K) == GM_PK_N6, "the other types keep their kinds");
     CHECK(gm_pack_kind_holds(GM_PK_D16, GM_Q5_0) && gm_pack_kind_holds(GM_PK_N5D, GM_Q5_0) &&
               !gm_pack_kind_holds(GM_PK_N5D, GM_Q8_0) && !gm_pack_kind_holds(GM_PK_D16, GM_Q4_K) &&
