@@ -12,13 +12,20 @@ tokenize with it. Tensors are generated and written one at a time (peak memory ~
   /work/venv/bin/python bench/make_1b_gguf.py --dtype bf16 --out /work/models/random-1b-bf16.gguf
 
 --layers N writes fewer layers (quick tests); the files are ~1.06 GB (Q8_0) and ~2.0 GB (BF16).
+
+--shape 4b writes Gemma 3 4B's text shapes instead (34 layers, d_model 2560, d_ff 10240, 8 heads, 4 kv
+heads, window 1024, global RoPE scaled by 8; ~4.1 GB Q8_0, ~7.8 GB BF16): every width a multiple of 256,
+so llama.cpp's Q4_K_M (bench/requantize_gguf.py) is K-quants throughout, as in the 4B-27B releases.
 """
 import argparse
 import sys
 
 import numpy as np
 
-D, F, NH, NKV, HD, V, LAYERS = 1152, 6912, 4, 1, 256, 262144, 26
+V, HD = 262144, 256
+# name: d_model, d_ff, heads, kv heads, layers, sliding window, global RoPE scale (seed-library.md)
+SHAPES = {"1b": (1152, 6912, 4, 1, 26, 512, 1.0), "4b": (2560, 10240, 8, 4, 34, 1024, 8.0)}
+D, F, NH, NKV, LAYERS, WINDOW, ROPE_SCALE = SHAPES["1b"]
 
 
 def tensor_specs(layers):
@@ -65,15 +72,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtype", choices=["q8_0", "bf16", "f32"], required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--layers", type=int, default=LAYERS)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="1b")
+    ap.add_argument("--layers", type=int, help="default: the shape's")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--vocab-from", default="/work/models/gemma-3-270m-q4_k_m.gguf")
     args = ap.parse_args()
+    global D, F, NH, NKV, LAYERS, WINDOW, ROPE_SCALE
+    D, F, NH, NKV, LAYERS, WINDOW, ROPE_SCALE = SHAPES[args.shape]
+    if args.layers is None:
+        args.layers = LAYERS
     import gguf
 
     src = gguf.GGUFReader(args.vocab_from)
     w = gguf.GGUFWriter(args.out, "gemma3")
-    w.add_string("general.name", "gemma.c random-weight benchmark model, Gemma 3 1B shapes")
+    w.add_string("general.name", f"gemma.c random-weight benchmark model, Gemma 3 {args.shape.upper()} shapes")
     w.add_uint32("gemma3.context_length", 32768)
     w.add_uint32("gemma3.block_count", args.layers)
     w.add_uint32("gemma3.embedding_length", D)
@@ -84,7 +96,10 @@ def main():
     w.add_uint32("gemma3.attention.value_length", HD)
     w.add_float32("gemma3.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32("gemma3.rope.freq_base", 1e6)
-    w.add_uint32("gemma3.attention.sliding_window", 512)
+    w.add_uint32("gemma3.attention.sliding_window", WINDOW)
+    if ROPE_SCALE != 1.0:
+        w.add_string("gemma3.rope.scaling.type", "linear")
+        w.add_float32("gemma3.rope.scaling.factor", ROPE_SCALE)
     w.add_uint32("general.file_type", {"f32": 0, "bf16": 32, "q8_0": 7}[args.dtype])
     for field in src.fields.values():  # the real tokenizer (and its special ids)
         if not field.name.startswith("tokenizer."):

@@ -110,6 +110,14 @@ void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int 
     }
 }
 
+/* The 6-bit scale and minimum of 32-value chunk k (< 8) of a Q4_K / Q5_K block, from its 12 scale bytes */
+static int k4_scale(const uint8_t *sc12, int k) {
+    return k < 4 ? sc12[k] & 63 : (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4);
+}
+static int k4_min(const uint8_t *sc12, int k) {
+    return k < 4 ? sc12[k + 4] & 63 : (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4);
+}
+
 /* One GGUF block of a row -> its integer codes (offset removed for the symmetric types) and, per
  * 32 values, the scale and the additive term (per 16 values for Q6_K: s[0..15]). Every scale is the
  * exact product the reference dequantizer forms, so s * q (+ m) rounds exactly as it does. */
@@ -153,14 +161,7 @@ static void decode_block(gm_dtype t, const uint8_t *b, int8_t *q, float *s, floa
         float d = F16(b), dmin = F16(b + 2);
         const uint8_t *qh = b + 16, *qs = b + (t == GM_Q5_K ? 48 : 16);
         for (int k = 0; k < 8; k++) {
-            int sc, mm;
-            if (k < 4) {
-                sc = sc12[k] & 63;
-                mm = sc12[k + 4] & 63;
-            } else {
-                sc = (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4);
-                mm = (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4);
-            }
+            int sc = k4_scale(sc12, k), mm = k4_min(sc12, k);
             s[k] = d * (float)sc;
             m[k] = -(dmin * (float)mm);
             const uint8_t *qq = qs + 32 * (k / 2);
@@ -194,6 +195,12 @@ static void decode_block(gm_dtype t, const uint8_t *b, int8_t *q, float *s, floa
 
 static void put_f32(uint8_t *p, float v) { memcpy(p, &v, 4); }
 
+static float get_f32(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 /* The compact scales (packed.h) of row r's 256-value block b of a Q4_K or Q6_K row into a panel:
  * tile k's scale codes at sc + 32 k (Q4_K: sc, then mn at + 16; Q6_K: the int8 scales of columns
  * 0-15, then 16-31), the f16 d (and Q4_K's -dmin) in the block's record. NULL b: a row past the end,
@@ -208,8 +215,8 @@ static void put_k_scales(gm_dtype from, const uint8_t *b, uint8_t *sc, uint8_t *
     if (from == GM_Q4_K) {
         const uint8_t *sc12 = b + 4;
         for (int k = 0; k < 8; k++) {
-            sc[32 * k + r] = (uint8_t)(k < 4 ? sc12[k] & 63 : (sc12[k + 4] & 15) | ((sc12[k - 4] >> 6) << 4));
-            sc[32 * k + 16 + r] = (uint8_t)(k < 4 ? sc12[k + 4] & 63 : (sc12[k + 4] >> 4) | ((sc12[k] >> 6) << 4));
+            sc[32 * k + r] = (uint8_t)k4_scale(sc12, k);
+            sc[32 * k + 16 + r] = (uint8_t)k4_min(sc12, k);
         }
         memcpy(sb + 2 * r, b, 2);
         uint16_t nd = (uint16_t)(gm_kernels_le16(b + 2) ^ 0x8000u); /* -dmin: the sign bit, exactly */
@@ -218,11 +225,6 @@ static void put_k_scales(gm_dtype from, const uint8_t *b, uint8_t *sc, uint8_t *
     }
     for (int k = 0; k < 8; k++) sc[32 * k + r] = b[192 + 2 * k], sc[32 * k + 16 + r] = b[192 + 2 * k + 1];
     memcpy(sb + 2 * r, b + 208, 2);
-}
-static float get_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* 8 x 8 transpose of 16-bit elements (SSE2, baseline x86-64): out[j] lane i = in[i] lane j */

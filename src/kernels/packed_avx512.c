@@ -395,7 +395,7 @@ GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t
     for (size_t b = 0; b < tiles; b++, t += tb) {
         __m512i ia1[NTQ], ia2[NTQ], ib1[NTQ], ib2[NTQ];
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd);
-        __m512 ks[2] = {kd[0], kd[1]}; /* the tile's scales, for all nt inputs */
+        __m512 ks[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* the tile's scales, for all nt inputs */
         if (gm_pack_kind_compact(K)) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks[0], &ks[1]);
 #pragma GCC unroll 8
         for (int j = 0; j < nt; j++) {

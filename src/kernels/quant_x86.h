@@ -43,14 +43,15 @@ GM_AI void prefetch_stream(const uint8_t *p, gm_prefetch pf, size_t bytes) {
     if (pf.l2) prefetch_lines_l2(p + pf.l2, bytes);
 }
 
-/* The compact K-quant kinds' second and third streams (packed.h): tile b's scale codes and block scales,
- * as far ahead in tiles as pf.l2 is in code bytes (tiles of tb bytes), to L2; b even (a line holds two
- * tiles' codes). Past the panel's tiles it asks for the block records, then the next panel: harmless. */
+/* The compact K-quant kinds' second and third streams (packed.h): the scale codes and block scales of
+ * the tile as far ahead (in tiles of tb bytes) as pf.l2 is in code bytes, to L2. Called for every other
+ * tile b: a line holds two tiles' scale codes, and a block record serves 8 tiles. Past the panel's tiles
+ * it asks for the block records, then the next panel: harmless. */
 GM_AI void prefetch_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, gm_prefetch pf, size_t tb) {
     if (!pf.l2) return;
     size_t ahead = b + pf.l2 / tb;
     _mm_prefetch((const char *)gm_packed_sc(P, panel, ahead), _MM_HINT_T1);
-    if (ahead % 8 == 0) _mm_prefetch((const char *)gm_packed_sb(P, panel, ahead), _MM_HINT_T1);
+    if (ahead % 8 < 2) _mm_prefetch((const char *)gm_packed_sb(P, panel, ahead), _MM_HINT_T1);
 }
 
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values
