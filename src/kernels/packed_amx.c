@@ -160,67 +160,82 @@ GM_AI void tile_scales(gm_pack_kind K, const gm_packed *P, const uint8_t *panel,
 
 /* 2 x 2 blocking as for BF16: two B operands (two panels, or Q6_K's two halves of one panel) times two
  * 16-token blocks, 4 independent C tiles; per 32 columns, 2 conversions feed (token blocks / 2) x 12
- * products, and each C tile is scaled into the panel's accumulators. */
+ * products, and each C tile is scaled into the panel's accumulators.
+ *
+ * Panels go in groups of GP, tile by tile across the group: a tile's inputs (TC tokens x 32 columns x
+ * 3 terms, 24 KiB) come from L3 once and then serve all GP panels from L1. Panel by panel, every pair
+ * of panels re-read all TC rows of inputs (wider than L2 for the 4B's down projection, 7.5 MiB), and
+ * `perf` found the products waiting on those loads (docs/BENCHMARKS.md, "Quantized AMX products in
+ * panel groups"). Each output still sums its tiles' contributions in column order: the same bits. */
+enum { GP = 16 }; /* panels per group: their accumulators, GP x TC x 16 f32, 128 KiB (8: 64 KiB, -8 % prefill) */
+
 GM_AI void matmul_q_amx_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                           size_t ldy) {
     const int halves = K == GM_PK_N6, with_min = K == GM_PK_SM32 || K == GM_PK_N4SM || K == GM_PK_N4K;
     const size_t tiles = P->cols / 32, lda = xq->ldq * sizeof(uint16_t), blk = 16 * xq->ldq;
     _Alignas(64) uint16_t bbuf[4][512];
-    _Alignas(64) float cbuf[256], yacc[2][TC * 16];
+    _Alignas(64) float cbuf[256];
+    /* thread-local rather than on the stack: 128 KiB is more than a caller's thread may have to spare; a
+     * thread that never multiplies on AMX never touches it */
+    static _Thread_local _Alignas(64) float yacc[GP][TC * 16];
     const uint16_t *terms[3] = {xq->hi, xq->mid, xq->lo};
     const size_t p1 = (r1 + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
     configure();
-    for (size_t p = r0 / GM_PANEL_ROWS; p < p1; p += halves ? 1 : 2) {
-        const int np = halves || p + 1 >= p1 ? 1 : 2; /* panels in this pass */
-        const int nbop = halves ? 2 : np;             /* B operands */
+    for (size_t g0 = r0 / GM_PANEL_ROWS; g0 < p1; g0 += GP) {
+        const size_t gn = p1 - g0 < GP ? p1 - g0 : GP; /* panels in this group */
         for (size_t tc = 0; tc < T; tc += TC) {
             const int nt = (int)(T - tc < TC ? T - tc : TC), nblk = (nt + 15) / 16;
-            memset(yacc, 0, sizeof yacc);
+            for (size_t j = 0; j < gn; j++) memset(yacc[j], 0, (size_t)nt * 16 * sizeof(float));
             for (size_t b = 0; b < tiles; b++) {
-                const uint8_t *pa = P->data + p * P->panel_bytes, *pb = pa + P->panel_bytes;
-                __m512 s[2][2], mv[2];
-                codes_bf16(K, pa + b * P->tile_bytes, bbuf[0], bbuf[1]);
-                tile_scales(K, P, pa, b, &s[0][0], &s[0][1], &mv[0]);
-                if (np == 2) {
-                    codes_bf16(K, pb + b * P->tile_bytes, bbuf[1], bbuf[2]);
-                    tile_scales(K, P, pb, b, &s[1][0], &s[1][1], &mv[1]);
-                }
-                _tile_loadd(6, bbuf[0], 64);
-                if (nbop == 2) _tile_loadd(7, bbuf[1], 64);
-                for (int tb = 0; tb < nblk; tb += 2) {
-                    const int two = tb + 1 < nblk;
-                    _tile_zero(0);
-                    if (nbop == 2) _tile_zero(1);
-                    if (two) _tile_zero(2);
-                    if (two && nbop == 2) _tile_zero(3);
-                    for (int e = 0; e < 3; e++) {
-                        const uint16_t *a = terms[e] + (tc + 16 * (size_t)tb) * xq->ldq + 32 * b;
-                        _tile_loadd(4, a, (long)lda);
-                        if (two) _tile_loadd(5, a + blk, (long)lda);
-                        _tile_dpbf16ps(0, 4, 6);
-                        if (nbop == 2) _tile_dpbf16ps(1, 4, 7);
-                        if (two) _tile_dpbf16ps(2, 5, 6);
-                        if (two && nbop == 2) _tile_dpbf16ps(3, 5, 7);
+                for (size_t p = g0; p < g0 + gn; p += halves ? 1 : 2) {
+                    const int np = halves || p + 1 >= g0 + gn ? 1 : 2; /* panels in this pass */
+                    const int nbop = halves ? 2 : np;                   /* B operands */
+                    const size_t pg = p - g0;                           /* the first panel's accumulators */
+                    const uint8_t *pa = P->data + p * P->panel_bytes, *pb = pa + P->panel_bytes;
+                    __m512 s[2][2], mv[2];
+                    codes_bf16(K, pa + b * P->tile_bytes, bbuf[0], bbuf[1]);
+                    tile_scales(K, P, pa, b, &s[0][0], &s[0][1], &mv[0]);
+                    if (np == 2) {
+                        codes_bf16(K, pb + b * P->tile_bytes, bbuf[1], bbuf[2]);
+                        tile_scales(K, P, pb, b, &s[1][0], &s[1][1], &mv[1]);
                     }
-                    /* C tile (token block i, operand j) -> panel (halves ? 0 : j) with scale s[.][halves ? j : 0] */
-                    for (int i = 0; i <= two; i++)
-                        for (int j = 0; j < nbop; j++) {
-                            int m0 = 16 * (tb + i), n = nt - m0 < 16 ? nt - m0 : 16, pj = halves ? 0 : j;
-                            const float *xs = xq->s + (tc + (size_t)m0) * xq->ldd + b;
-                            switch (2 * i + j) {
-                            case 0: _tile_stored(0, cbuf, 64); break;
-                            case 1: _tile_stored(1, cbuf, 64); break;
-                            case 2: _tile_stored(2, cbuf, 64); break;
-                            default: _tile_stored(3, cbuf, 64); break;
-                            }
-                            scale_out(cbuf, yacc[pj] + 16 * m0, n, s[pj][halves ? j : 0], with_min && (!halves || j == 0),
-                                      mv[pj], xs, xq->ldd);
+                    _tile_loadd(6, bbuf[0], 64);
+                    if (nbop == 2) _tile_loadd(7, bbuf[1], 64);
+                    for (int tb = 0; tb < nblk; tb += 2) {
+                        const int two = tb + 1 < nblk;
+                        _tile_zero(0);
+                        if (nbop == 2) _tile_zero(1);
+                        if (two) _tile_zero(2);
+                        if (two && nbop == 2) _tile_zero(3);
+                        for (int e = 0; e < 3; e++) {
+                            const uint16_t *a = terms[e] + (tc + 16 * (size_t)tb) * xq->ldq + 32 * b;
+                            _tile_loadd(4, a, (long)lda);
+                            if (two) _tile_loadd(5, a + blk, (long)lda);
+                            _tile_dpbf16ps(0, 4, 6);
+                            if (nbop == 2) _tile_dpbf16ps(1, 4, 7);
+                            if (two) _tile_dpbf16ps(2, 5, 6);
+                            if (two && nbop == 2) _tile_dpbf16ps(3, 5, 7);
                         }
+                        /* C tile (token block i, operand j) -> panel (halves ? 0 : j) with scale s[.][halves ? j : 0] */
+                        for (int i = 0; i <= two; i++)
+                            for (int j = 0; j < nbop; j++) {
+                                int m0 = 16 * (tb + i), n = nt - m0 < 16 ? nt - m0 : 16, pj = halves ? 0 : j;
+                                const float *xs = xq->s + (tc + (size_t)m0) * xq->ldd + b;
+                                switch (2 * i + j) {
+                                case 0: _tile_stored(0, cbuf, 64); break;
+                                case 1: _tile_stored(1, cbuf, 64); break;
+                                case 2: _tile_stored(2, cbuf, 64); break;
+                                default: _tile_stored(3, cbuf, 64); break;
+                                }
+                                scale_out(cbuf, yacc[pg + (size_t)pj] + 16 * m0, n, s[pj][halves ? j : 0],
+                                          with_min && (!halves || j == 0), mv[pj], xs, xq->ldd);
+                            }
+                    }
                 }
             }
-            /* the panels' rows of Y */
-            for (int j = 0; j < np; j++) {
-                size_t lo = (p + (size_t)j) * GM_PANEL_ROWS, a = lo < r0 ? r0 - lo : 0;
+            /* the group's rows of Y */
+            for (size_t j = 0; j < gn; j++) {
+                size_t lo = (g0 + j) * GM_PANEL_ROWS, a = lo < r0 ? r0 - lo : 0;
                 size_t e = lo + GM_PANEL_ROWS > r1 ? r1 - lo : GM_PANEL_ROWS;
                 for (int m = 0; m < nt; m++)
                     for (size_t r = a; r < e; r++) Y[(tc + (size_t)m) * ldy + (lo + r - r0)] = yacc[j][16 * m + (int)r];

@@ -250,14 +250,14 @@ static double abs_dot(const gm_packed *P, size_t r, const gm_xq *xq, size_t t) {
     return s;
 }
 
-static void test_products(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols) {
+static void test_products_T(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols,
+                            const size_t *Ts, size_t nT) {
     const gm_dtype t = pc.t;
     const char *tn = cname(pc);
     size_t rb;
     uint8_t *w = random_weights(t, rows, cols, &rb);
     gm_packed P = pack_all(pc, w, rb, rows, cols);
-    static const size_t Ts[] = {1, 2, 5, 8, 13};
-    for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+    for (size_t k = 0; k < nT; k++) {
         size_t T = Ts[k], ldy = rows + 5;
         float *x = malloc(T * cols * sizeof *x);
         for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero();
@@ -346,6 +346,11 @@ static void test_products(const gm_packed_ops *ops, const char *name, pcase pc, 
     }
     free(P.data);
     free(w);
+}
+
+static void test_products(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols) {
+    static const size_t Ts[] = {1, 2, 5, 8, 13};
+    test_products_T(ops, name, pc, rows, cols, Ts, sizeof Ts / sizeof Ts[0]);
 }
 
 /* x as the int8 terms give it back */
@@ -830,6 +835,15 @@ int main(void) {
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
                 test_products(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
         }
+    }
+    /* AMX's quantized matmul walks panels in groups of 8 and tokens in passes of 128: 19 panels (two groups and
+     * a short one, ending in an odd panel) and 150 tokens (a second, partial pass) */
+    const gm_packed_ops *amx = gm_packed_lookup("amx");
+    if (amx) {
+        static const size_t Tbig[] = {150};
+        const pcase big[] = {of_type(GM_Q4_K), of_type(GM_Q6_K), of_type(GM_Q8_0)};
+        for (int ci = 0; ci < 3; ci++) test_products_T(amx, "amx", big[ci], 300, 256, Tbig, 1);
+        printf("amx: panel groups and token passes tested\n");
     }
     printf("packed paths tested: %d\n", ran);
     return gm_test_finish();
