@@ -836,8 +836,8 @@ int main(void) {
                 test_products(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
         }
     }
-    /* AMX's quantized matmul walks panels in groups of 8 and tokens in passes of 128: 19 panels (two groups and
-     * a short one, ending in an odd panel) and 150 tokens (a second, partial pass) */
+    /* AMX's quantized matmul walks panels in groups of 16 and tokens in passes of 128: 19 panels (a group and a
+     * short one of 3, ending in a lone panel) and 150 tokens (a second, partial pass) */
     const gm_packed_ops *amx = gm_packed_lookup("amx");
     if (amx) {
         static const size_t Tbig[] = {150};
