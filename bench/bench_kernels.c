@@ -205,8 +205,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-embed")) embed = 0;
         else if (!strcmp(argv[i], "--pack")) pack = 1;
-        else if (!strcmp(argv[i], "--layer") && i + 1 < argc && sscanf(argv[i + 1], "%zux%zu", &layer_rows, &layer_cols) == 2 &&
-                 layer_rows > 0 && layer_rows <= 262144 && layer_cols > 0 && layer_cols % 32 == 0 && layer_cols <= 65536)
+        else if (!strcmp(argv[i], "--layer") && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%zux%zu", &layer_rows, &layer_cols) == 2 && layer_rows > 0 &&
+                 layer_rows <= 262144 && layer_cols > 0 && layer_cols % 32 == 0 && layer_cols <= 65536)
             snprintf(layer_name, sizeof layer_name, "layer %s", argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--types Q8_0,Q4_K,...] [--isa scalar,avx2,avx512] [--min-time S] [--no-embed] "
@@ -288,7 +289,8 @@ int main(int argc, char **argv) {
             xq.d = malloc(T * xcols / 32 * 4), xq.s = malloc(T * xcols / 32 * 4), xq.qs = malloc(T * xcols / 8 * 4);
             xq.hi = aligned_alloc(64, T * xcols * 2), xq.mid = aligned_alloc(64, T * xcols * 2);
             xq.lo = aligned_alloc(64, T * xcols * 2);
-            xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols)); /* one input's pairs, as the engine's AVX2 matvec reads them */
+            /* one input's pairs, as the engine's AVX2 matvec reads them */
+            xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols));
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
                 const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);

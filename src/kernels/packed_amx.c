@@ -216,7 +216,7 @@ GM_AI void matmul_q_amx_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t 
                             if (two) _tile_dpbf16ps(2, 5, 6);
                             if (two && nbop == 2) _tile_dpbf16ps(3, 5, 7);
                         }
-                        /* C tile (token block i, operand j) -> panel (halves ? 0 : j) with scale s[.][halves ? j : 0] */
+                        /* C tile (token block i, operand j) -> panel (halves ? 0 : j), scale s[.][halves ? j : 0] */
                         for (int i = 0; i <= two; i++)
                             for (int j = 0; j < nbop; j++) {
                                 int m0 = 16 * (tb + i), n = nt - m0 < 16 ? nt - m0 : 16, pj = halves ? 0 : j;

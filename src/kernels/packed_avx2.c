@@ -206,8 +206,8 @@ GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size
             prefetch_stream(t, pf, tb);
             if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-            tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b],
-                       xq->qs + 4 * b, &lo, &hi);
+            tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b,
+                       x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
         store_rows(y, lo, hi, p, r0, r1);
     }

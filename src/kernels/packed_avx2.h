@@ -41,7 +41,8 @@ GM_AI void k_block8(gm_pack_kind K, const uint8_t *sb, __m256 d[4]) {
 }
 
 GM_AI void k_tile8(gm_pack_kind K, const uint8_t *sc, const __m256 d[4], int h, __m256 *s, __m256 *m) {
-    __m128i c0 = _mm_loadl_epi64((const __m128i *)(sc + 8 * h)), c1 = _mm_loadl_epi64((const __m128i *)(sc + 16 + 8 * h));
+    __m128i c0 = _mm_loadl_epi64((const __m128i *)(sc + 8 * h));
+    __m128i c1 = _mm_loadl_epi64((const __m128i *)(sc + 16 + 8 * h));
     if (K == GM_PK_N4K) {
         *s = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c0)));
         *m = _mm256_mul_ps(d[2 + h], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c1)));

@@ -254,12 +254,14 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
             prefetch_stream(t, pf, 2 * tb);
             if (gm_pack_kind_compact(K)) prefetch_k_scales(P, panel, b, pf, tb); /* b even */
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
+            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b,
+                              acc0);
             acc1 = tile_apply(K, P, panel, b + 1, kd, t + tb, x1 + 16 * (b + 1), x2 + 16 * (b + 1), xq->d[b + 1],
                               xq->s[b + 1], xq->qs + 4 * b + 4, acc1);
         }
         if (b < tiles) /* never a compact kind's: they have 8 tiles per block */
-            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, acc0);
+            acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b,
+                              acc0);
         store_rows(y, _mm512_add_ps(acc0, acc1), p, r0, r1);
     }
 }

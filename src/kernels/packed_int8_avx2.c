@@ -87,7 +87,8 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
                 sl = ks[0], sh = ks[1], ml = km[0], mh = km[1];
             } else {
                 const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-                sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8), ml = _mm256_load_ps(sm + 16), mh = _mm256_load_ps(sm + 24);
+                sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8);
+                ml = _mm256_load_ps(sm + 16), mh = _mm256_load_ps(sm + 24);
             }
             rows_mixed(sl, sh, &s[0], &s[1]);
             rows_mixed(ml, mh, &m[0], &m[1]);
