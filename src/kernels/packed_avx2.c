@@ -172,23 +172,20 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         *hi = _mm256_fmadd_ps(two_terms(d1[3], 32 * qs[1], d2[3], 32 * qs[3]), _mm256_mul_ps(s[1][1], dv), *hi);
         return;
     }
-    case GM_PK_N4K: {
+    default: { /* SM32, N4SM, N4K: w = s q + m, s and m from the tile or (N4K) formed from its scale codes */
+        const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
         __m256 sl, ml, sh, mh, x = _mm256_set1_ps(xs);
-        k_tile8(K, sc, kd, 0, &sl, &ml);
-        k_tile8(K, sc, kd, 1, &sh, &mh);
+        if (K == GM_PK_N4K) {
+            k_tile8(K, sc, kd, 0, &sl, &ml);
+            k_tile8(K, sc, kd, 1, &sh, &mh);
+        } else {
+            sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8);
+            ml = _mm256_load_ps(sm + 16), mh = _mm256_load_ps(sm + 24);
+        }
         *lo = _mm256_fmadd_ps(ml, x, *lo);
         *hi = _mm256_fmadd_ps(mh, x, *hi);
         *lo = _mm256_fmadd_ps(two_terms(d1[0], 0, d2[0], 0), _mm256_mul_ps(sl, dv), *lo);
         *hi = _mm256_fmadd_ps(two_terms(d1[1], 0, d2[1], 0), _mm256_mul_ps(sh, dv), *hi);
-        return;
-    }
-    default: { /* SM32, N4SM */
-        const float *s = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256)), *m = s + 16;
-        __m256 x = _mm256_set1_ps(xs);
-        *lo = _mm256_fmadd_ps(_mm256_load_ps(m), x, *lo);
-        *hi = _mm256_fmadd_ps(_mm256_load_ps(m + 8), x, *hi);
-        *lo = _mm256_fmadd_ps(two_terms(d1[0], 0, d2[0], 0), _mm256_mul_ps(_mm256_load_ps(s), dv), *lo);
-        *hi = _mm256_fmadd_ps(two_terms(d1[1], 0, d2[1], 0), _mm256_mul_ps(_mm256_load_ps(s + 8), dv), *hi);
         return;
     }
     }

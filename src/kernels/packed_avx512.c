@@ -200,14 +200,11 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], c
         acc = _mm512_fmadd_ps(fa, _mm512_mul_ps(s0, d), acc);
         return _mm512_fmadd_ps(fb, _mm512_mul_ps(s1, d), acc);
     }
-    case GM_PK_N4K: {
-        acc = _mm512_fmadd_ps(ks[1], _mm512_set1_ps(xs), acc);
-        return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(ks[0], d), acc);
-    }
-    default: { /* SM32, N4SM: w = s q + m */
+    default: { /* SM32, N4SM, N4K: w = s q + m, s and m from the tile or (N4K) formed from its scale codes */
         const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-        acc = _mm512_fmadd_ps(_mm512_load_ps(sm + 16), _mm512_set1_ps(xs), acc);
-        return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(_mm512_load_ps(sm), d), acc);
+        __m512 s = K == GM_PK_N4K ? ks[0] : _mm512_load_ps(sm), m = K == GM_PK_N4K ? ks[1] : _mm512_load_ps(sm + 16);
+        acc = _mm512_fmadd_ps(m, _mm512_set1_ps(xs), acc);
+        return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(s, d), acc);
     }
     }
 }
@@ -483,9 +480,11 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
     const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
+    __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_stream(t, pf, tb);
         if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+        if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12
@@ -505,7 +504,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             }
         }
         __m512 ks = _mm512_setzero_ps(), km = ks; /* the kinds with a min: the tile's s and m */
-        if (K == GM_PK_N4K) k_scales(K, gm_packed_sc(P, panel, b), gm_packed_sb(P, panel, b), &ks, &km);
+        if (K == GM_PK_N4K) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
         else if (K == GM_PK_SM32 || K == GM_PK_N4SM) {
             const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
             ks = _mm512_load_ps(sm), km = _mm512_load_ps(sm + 16);

@@ -52,9 +52,11 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
+    __m256 kd[4] = {acc[0], acc[0], acc[0], acc[0]}; /* the block's scales (N4K), converted once per 8 tiles */
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_stream(t, pf, tb);
         if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+        if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd);
         const size_t o = t0 * xq->ldd + b;
         const int32_t *S = xq->s8 + 3 * o;
         __m256i dot[3][2];
@@ -82,9 +84,8 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
                                   : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
             __m256 sl, sh, ml, mh; /* rows 0-7, 8-15 */
             if (K == GM_PK_N4K) {
-                __m256 ks[2], km[2];
-                k_scales16(K, P, panel, b, ks, km);
-                sl = ks[0], sh = ks[1], ml = km[0], mh = km[1];
+                k_tile8(K, gm_packed_sc(P, panel, b), kd, 0, &sl, &ml);
+                k_tile8(K, gm_packed_sc(P, panel, b), kd, 1, &sh, &mh);
             } else {
                 const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
                 sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8);

@@ -67,16 +67,15 @@ GM_AI void decode_tile(gm_pack_kind K, const gm_packed *P, const uint8_t *panel,
         off = _mm256_set1_epi8(32);
         break;
     }
-    case GM_PK_N4K: {
-        __m256 s[2], m[2];
-        k_scales16(K, P, panel, b, s, m);
-        sa_l = sb_l = s[0], sa_h = sb_h = s[1], m_l = m[0], m_h = m[1];
-        break;
-    }
-    default: { /* SM32, N4SM: s[16] then m[16] */
-        const float *s = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-        sa_l = sb_l = _mm256_load_ps(s), sa_h = sb_h = _mm256_load_ps(s + 8);
-        m_l = _mm256_load_ps(s + 16), m_h = _mm256_load_ps(s + 24);
+    default: { /* SM32, N4SM: s[16] then m[16] in the tile; N4K: formed from its scale codes */
+        __m256 ks[2], km[2];
+        if (K == GM_PK_N4K) k_scales16(K, P, panel, b, ks, km);
+        else {
+            const float *s = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
+            ks[0] = _mm256_load_ps(s), ks[1] = _mm256_load_ps(s + 8);
+            km[0] = _mm256_load_ps(s + 16), km[1] = _mm256_load_ps(s + 24);
+        }
+        sa_l = sb_l = ks[0], sa_h = sb_h = ks[1], m_l = km[0], m_h = km[1];
         break;
     }
     }
