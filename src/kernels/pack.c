@@ -34,19 +34,6 @@ bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
     return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && kind == GM_PK_D16));
 }
 
-static size_t tile_bytes_of(gm_pack_kind k) {
-    switch (k) {
-    case GM_PK_D16: return 512 + 32;
-    case GM_PK_SM32: return 512 + 128;
-    case GM_PK_N4SM: return 256 + 128;
-    case GM_PK_N5D: return 256 + 64 + 32;
-    case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
-    case GM_PK_N6: return 256 + 128;
-    case GM_PK_BF16: return 1024;
-    default: return 0;
-    }
-}
-
 /* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
 static size_t scale_offset(gm_pack_kind k) {
     switch (k) {
@@ -88,7 +75,7 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
     P->from = type;
     P->rows = rows;
     P->cols = cols;
-    P->tile_bytes = tile_bytes_of(P->kind);
+    P->tile_bytes = gm_pack_tile_bytes(P->kind);
     P->panel_bytes = cols / 32 * P->tile_bytes;
     if (gm_pack_kind_compact(P->kind)) { /* packed.h: codes, 32 bytes of scale codes per tile, f16 scales */
         P->sb_bytes = P->kind == GM_PK_N4K ? 64 : 32;

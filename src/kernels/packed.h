@@ -125,6 +125,19 @@ static inline const uint8_t *gm_packed_sb(const gm_packed *P, const uint8_t *pan
 /* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K s = d sc, m = -dmin mn in out[0], out[1];
  * GM_PK_N6 s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);
+/* Bytes of one tile of kind k (P->tile_bytes; a constant the kernels' loops unroll on). */
+static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
+    switch (k) {
+    case GM_PK_D16: return 512 + 32;
+    case GM_PK_SM32: return 512 + 128;
+    case GM_PK_N4SM: return 256 + 128;
+    case GM_PK_N5D: return 256 + 64 + 32;
+    case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
+    case GM_PK_N6: return 256 + 128;
+    case GM_PK_BF16: return 1024;
+    default: return 0;
+    }
+}
 /* Pack rows [r0, r1) of the matrix into P (P->data holds gm_packed_bytes(...)): W points at row r0
  * of the row-major GGUF data, rows `row_bytes` apart. r0 is a multiple of 16 and so is r1 unless
  * r1 == rows, so loaders can pack in chunks and threads disjoint ranges. */

@@ -193,15 +193,14 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
 
 /* pre: the input pairs from xq->xb (xq->has_xb), else broadcast from q / q2 */
 GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     const gm_prefetch pf = gm_packed_prefetch(); /* as the AVX-512 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
         __m256 lo = _mm256_setzero_ps(), hi = lo, kd[4] = {lo, lo, lo, lo};
         for (size_t b = 0; b < tiles; b++, t += tb) {
-            prefetch_stream(t, pf, tb);
-            if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+            prefetch_panel(K, P, panel, b, tb, pf, tb);
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
             tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b,
                        x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);

@@ -236,7 +236,7 @@ GM_AI void store_rows(float *y, __m512 v, size_t p, size_t r0, size_t r1) {
 /* ---- matvec ---- */
 
 GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
     /* The panels are one contiguous stream. The hardware prefetcher alone leaves the loop waiting for
      * memory; a short lead to L1 helps (docs/BENCHMARKS.md "Prefetching the decode stream": +8-11 %
@@ -248,8 +248,7 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, kd[2] = {acc0, acc0};
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
-            prefetch_stream(t, pf, 2 * tb);
-            if (gm_pack_kind_compact(K)) prefetch_k_scales(P, panel, b, pf, tb); /* b even */
+            prefetch_panel(K, P, panel, b, tb, pf, 2 * tb);
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
             acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b,
                               acc0);
@@ -383,7 +382,7 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
 
 GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t r0, size_t r1, const gm_xq *xq,
                     size_t t0, float *Y, size_t ldy) {
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldq = xq->ldq, ldd = xq->ldd;
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K), ldq = xq->ldq, ldd = xq->ldd;
     const int halves = K == GM_PK_N6;
     const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     __m512 acc[NTQ];
@@ -473,7 +472,7 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
  * `bound` (D16, one input, its first term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
                      const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes, ldd = xq->ldd;
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K), ldd = xq->ldd;
     const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
     const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
@@ -482,8 +481,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
     __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        prefetch_stream(t, pf, tb);
-        if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+        prefetch_panel(K, P, panel, b, tb, pf, tb);
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
         const int32_t *x[NT8_FAST];

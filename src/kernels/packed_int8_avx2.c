@@ -46,7 +46,7 @@ GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int te
  * `bound` (D16, one term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, size_t r0, size_t r1,
                        const gm_xq *xq, size_t t0, float *y, const float *eb, float *bound) {
-    const size_t tiles = P->cols / 32, tb = P->tile_bytes;
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
     const int off = K == GM_PK_N5D ? 16 : 0; /* Q5_0's codes are q + 16 */
     const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
@@ -54,8 +54,7 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
     __m256 kd[4] = {acc[0], acc[0], acc[0], acc[0]}; /* the block's scales (N4K), converted once per 8 tiles */
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        prefetch_stream(t, pf, tb);
-        if (gm_pack_kind_compact(K) && b % 2 == 0) prefetch_k_scales(P, panel, b, pf, tb);
+        prefetch_panel(K, P, panel, b, tb, pf, tb);
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd);
         const size_t o = t0 * xq->ldd + b;
         const int32_t *S = xq->s8 + 3 * o;

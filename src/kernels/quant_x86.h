@@ -43,13 +43,34 @@ GM_AI void prefetch_stream(const uint8_t *p, gm_prefetch pf, size_t bytes) {
     if (pf.l2) prefetch_lines_l2(p + pf.l2, bytes);
 }
 
-/* The compact K-quant kinds' second and third streams (packed.h): the scale codes and block scales of
- * the tile as far ahead (in tiles of tb bytes) as pf.l2 is in code bytes, to L2. Called for every other
- * tile b: a line holds two tiles' scale codes, and a block record serves 8 tiles. Past the panel's tiles
- * it asks for the block records, then the next panel: harmless. */
-GM_AI void prefetch_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, gm_prefetch pf, size_t tb) {
-    if (!pf.l2) return;
+/* Where byte o of a panel's code stream lies when the stream runs on into the panels after it (codes:
+ * the code bytes of a panel). The compact kinds' panels end with their scale section, so a lead past a
+ * panel's last tile continues at the next panel's first tile, the order decode reads them. */
+GM_AI const uint8_t *panel_stream_at(const gm_packed *P, const uint8_t *panel, size_t codes, size_t o) {
+    for (; o >= codes; o -= codes) panel += P->panel_bytes;
+    return panel + o;
+}
+
+/* The decode prefetch of `bytes` of codes from tile b of a panel on (tb bytes per tile): to L1 pf.l1
+ * and to L2 pf.l2 bytes ahead (prefetch_stream). For the compact K-quant kinds (packed.h) also their
+ * second and third streams, the scale codes and block records of the tile as far ahead (in tiles) as
+ * pf.l2 is in code bytes, to L2, for even b (a line holds two tiles' scale codes, a block record serves
+ * 8 tiles); their leads carry on into the next panel (panel_stream_at): stopping at the panel's end
+ * left each panel's first tiles, codes and scales, to demand misses. */
+GM_AI void prefetch_panel(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, size_t tb,
+                          gm_prefetch pf, size_t bytes) {
+    if (!gm_pack_kind_compact(K)) {
+        prefetch_stream(panel + b * tb, pf, bytes); /* panels follow one another: one stream */
+        return;
+    }
+    const size_t tiles = P->cols / 32, codes = tiles * tb, o = b * tb;
+    for (size_t l = 0; l < bytes; l += 64) {
+        if (pf.l1) _mm_prefetch((const char *)panel_stream_at(P, panel, codes, o + pf.l1 + l), _MM_HINT_T0);
+        if (pf.l2) _mm_prefetch((const char *)panel_stream_at(P, panel, codes, o + pf.l2 + l), _MM_HINT_T1);
+    }
+    if (!pf.l2 || b % 2) return;
     size_t ahead = b + pf.l2 / tb;
+    for (; ahead >= tiles; ahead -= tiles) panel += P->panel_bytes;
     _mm_prefetch((const char *)gm_packed_sc(P, panel, ahead), _MM_HINT_T1);
     if (ahead % 8 < 2) _mm_prefetch((const char *)gm_packed_sb(P, panel, ahead), _MM_HINT_T1);
 }
