@@ -52,6 +52,8 @@ void gm_packed_screen_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq
                            float *bound);
 void gm_packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
+void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                              size_t ldy);
 void gm_quantize_x_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 void gm_quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,

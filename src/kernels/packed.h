@@ -203,8 +203,17 @@ bool gm_packed_kind_int8(gm_pack_kind k);
 void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq);
 /* Whether the chosen kernels multiply packed matrices by several inputs with AMX: gm_packed_matmul
  * then wants every kind's inputs prepared by gm_prepare_x_bf16 with the split (matvec still wants
- * gm_quantize_x for the quantized kinds). */
+ * gm_quantize_x for the quantized kinds). Inputs quantized instead (no split) take the AVX-512 VNNI
+ * products, int8 or int16 terms, as on a CPU without AMX. */
 bool gm_packed_amx_matmul(void);
+/* The fewest inputs from which AMX multiplies a packed matrix of kind k faster than the VNNI products:
+ * AMX converts every code to bf16 whether it serves 1 token or 16, the VNNI products' work grows with
+ * the tokens; the K-quants' codes cost more to convert (docs/BENCHMARKS.md, "Short prompts without
+ * AMX": a 4B-shaped Q4_K_M's 4-token prefill 1.75x faster). BF16 keeps AMX throughout. */
+enum { GM_AMX_MIN_TOKENS_MAX = 13 };
+static inline size_t gm_packed_amx_min_tokens(gm_pack_kind k) {
+    return k == GM_PK_BF16 ? 2 : k == GM_PK_N4K ? GM_AMX_MIN_TOKENS_MAX : 7;
+}
 
 /* Whether the chosen kernels multiply packed matrices of every kind by several inputs in f32, the
  * weights decoded to f32 a panel at a time (AVX2 without VNNI, where that beats the int16 terms):

@@ -437,7 +437,12 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
         if (K != GM_PK_N6)
             for (; t + NTQ <= T; t += NTQ) matmul_k(K, NTQ, P, p, r0, r1, xq, t, Y, ldy);
         for (; t + 4 <= T; t += 4) matmul_k(K, 4, P, p, r0, r1, xq, t, Y, ldy);
-        for (; t < T; t++) matmul_k(K, 1, P, p, r0, r1, xq, t, Y, ldy);
+        switch (T - t) { /* the last 1-3 inputs in one pass: each pass unpacks the panel's codes again */
+        case 3: matmul_k(K, 3, P, p, r0, r1, xq, t, Y, ldy); break;
+        case 2: matmul_k(K, 2, P, p, r0, r1, xq, t, Y, ldy); break;
+        case 1: matmul_k(K, 1, P, p, r0, r1, xq, t, Y, ldy); break;
+        default: break;
+        }
     }
 }
 
@@ -547,13 +552,19 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
             continue;
         }
         for (; t + NT8 <= T; t += NT8) matmul8_k(K, NT8, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
-        for (; t + 3 <= T; t += 3) matmul8_k(K, 3, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
-        for (; t < T; t++) matmul8_k(K, 1, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+        switch (T - t) { /* the last 1-5 inputs in one pass: each pass unpacks the panel's codes again */
+        case 5: matmul8_k(K, 5, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL); break;
+        case 4: matmul8_k(K, 4, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL); break;
+        case 3: matmul8_k(K, 3, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL); break;
+        case 2: matmul8_k(K, 2, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL); break;
+        case 1: matmul8_k(K, 1, false, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL); break;
+        default: break;
+        }
     }
 }
 
-static void packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
-                                  size_t ldy) {
+void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
+                              size_t ldy) {
     if (r1 <= r0) return;
     switch (P->kind) {
     case GM_PK_D16: matmul8_kind(GM_PK_D16, P, r0, r1, xq, T, Y, ldy); return;
@@ -601,5 +612,5 @@ void gm_quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm
 }
 
 const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
-                                        gm_packed_matmul_avx512, packed_matmul8_avx512, quantize_x8_avx512, NULL, false, false,
+                                        gm_packed_matmul_avx512, gm_packed_matmul8_avx512, quantize_x8_avx512, NULL, false, false,
                                         gm_packed_screen_avx512};

@@ -70,10 +70,13 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
      * only where the kernels use them) */
     bool int8 = (T > 1 && gm_packed_int8_matmul()) || gm_packed_can_screen(GM_PK_D16);
     if (int8) {
-        d->xq.b8 = aligned_alloc(64, (3 * nq + 63) / 64 * 64);
-        d->xq.e8 = malloc(nblk * sizeof(float));
-        d->xq.s8 = malloc(3 * nblk * sizeof(int32_t));
-        d->activation_bytes += 3 * nq + 4 * nblk * sizeof(float);
+        /* with AMX, only products of fewer tokens than gm_packed_amx_min_tokens take them */
+        size_t T8 = gm_packed_amx_matmul() && T >= GM_AMX_MIN_TOKENS_MAX ? GM_AMX_MIN_TOKENS_MAX - 1 : T;
+        size_t nq8 = T8 * wide, nblk8 = T8 * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK);
+        d->xq.b8 = aligned_alloc(64, (3 * nq8 + 63) / 64 * 64);
+        d->xq.e8 = malloc(nblk8 * sizeof(float));
+        d->xq.s8 = malloc(3 * nblk8 * sizeof(int32_t));
+        d->activation_bytes += 3 * nq8 + 4 * nblk8 * sizeof(float);
     }
     d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
     if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo ||
@@ -324,20 +327,24 @@ static gm_status linear_finish(gm_device *d, const gm_matrix *m, int T, float *Y
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
     /* the int8 terms feed the batched products, and with --precision fast the single-token ones too */
     bool quant = false, bf16 = false, int8 = d->xq.b8 && gm_packed_int8_matmul() && (T > 1 || d->fast), int16 = false;
+    size_t amx_from = 2; /* AMX from this many tokens: where it is faster for every matrix of the call */
     for (int i = 0; i < n; i++) {
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;
         bf16 |= k == GM_PK_BF16;
+        if (k != GM_PK_NONE && gm_packed_amx_min_tokens(k) > amx_from) amx_from = gm_packed_amx_min_tokens(k);
         int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k)); /* matvec, Q6_K */
     }
     size_t C = (size_t)ms[0]->full_cols;
-    bool amx = T > 1 && (quant || bf16) && gm_packed_amx_matmul();
+    bool amx = T > 1 && (quant || bf16) && (size_t)T >= amx_from && gm_packed_amx_matmul();
     bool f32 = T > 1 && (quant || bf16) && !amx && gm_packed_f32_matmul();
+    /* nothing left from an earlier product: gm_packed_matmul takes the int8 terms where has8 says so and
+     * the AMX products where split does */
+    d->xq.has8 = false, d->xq.split = false;
     if (amx) {
         gm_prepare_x_bf16(X, C, (size_t)T, C, true, &d->xq); /* every kind's AMX matmul */
     } else if (f32) {
         gm_prepare_x_bf16(X, C, (size_t)T, C, false, &d->xq); /* every kind's f32 matmul: x as it is */
-        d->xq.has8 = false;
     } else {
         /* fast BF16 products of several tokens read the bf16 rounding of x (the split's hi) */
         if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, d->fast && T > 1, &d->xq);

@@ -349,7 +349,7 @@ static void test_products_T(const gm_packed_ops *ops, const char *name, pcase pc
 }
 
 static void test_products(const gm_packed_ops *ops, const char *name, pcase pc, size_t rows, size_t cols) {
-    static const size_t Ts[] = {1, 2, 5, 8, 13};
+    static const size_t Ts[] = {1, 2, 5, 6, 8, 13};
     test_products_T(ops, name, pc, rows, cols, Ts, sizeof Ts / sizeof Ts[0]);
 }
 
@@ -442,8 +442,8 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
         free(w);
         return;
     }
-    static const size_t exact_Ts[] = {2, 3, 7, 13}, fast_Ts[] = {1, 2, 5, 13, 14};
-    const size_t *Ts = fast ? fast_Ts : exact_Ts, nT = fast ? 5 : 4;
+    static const size_t exact_Ts[] = {2, 3, 4, 5, 7, 13}, fast_Ts[] = {1, 2, 5, 13, 14};
+    const size_t *Ts = fast ? fast_Ts : exact_Ts, nT = fast ? 5 : 6;
     for (size_t k = 0; k < nT; k++) {
         size_t T = Ts[k], ldy = rows + 5;
         if (bf16 && T == 1) continue; /* BF16 single tokens stay exact (matvec) */
