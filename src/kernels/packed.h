@@ -209,7 +209,7 @@ bool gm_packed_amx_matmul(void);
 /* The fewest inputs from which AMX multiplies a packed matrix of kind k faster than the VNNI products:
  * AMX converts every code to bf16 whether it serves 1 token or 16, the VNNI products' work grows with
  * the tokens; the K-quants' codes cost more to convert (docs/BENCHMARKS.md, "Short prompts without
- * AMX": a 4B-shaped Q4_K_M's 4-token prefill 1.75x faster). BF16 keeps AMX throughout. */
+ * AMX": a 4B-shaped Q4_K_M's 4-token prefill 1.8x faster). BF16 keeps AMX throughout. */
 enum { GM_AMX_MIN_TOKENS_MAX = 13 };
 static inline size_t gm_packed_amx_min_tokens(gm_pack_kind k) {
     return k == GM_PK_BF16 ? 2 : k == GM_PK_N4K ? GM_AMX_MIN_TOKENS_MAX : 7;
