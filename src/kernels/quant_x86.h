@@ -59,6 +59,7 @@ GM_AI const uint8_t *panel_stream_at(const gm_packed *P, const uint8_t *panel, s
  * left each panel's first tiles, codes and scales, to demand misses. */
 GM_AI void prefetch_panel(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, size_t tb,
                           gm_prefetch pf, size_t bytes) {
+    if (!pf.l1 && !pf.l2) return; /* the batched products: no prefetch */
     if (!gm_pack_kind_compact(K)) {
         prefetch_stream(panel + b * tb, pf, bytes); /* panels follow one another: one stream */
         return;

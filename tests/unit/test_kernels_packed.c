@@ -443,7 +443,8 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
         return;
     }
     static const size_t exact_Ts[] = {2, 3, 4, 5, 7, 13}, fast_Ts[] = {1, 2, 5, 13, 14};
-    const size_t *Ts = fast ? fast_Ts : exact_Ts, nT = fast ? 5 : 6;
+    const size_t *Ts = fast ? fast_Ts : exact_Ts;
+    const size_t nT = fast ? sizeof fast_Ts / sizeof fast_Ts[0] : sizeof exact_Ts / sizeof exact_Ts[0];
     for (size_t k = 0; k < nT; k++) {
         size_t T = Ts[k], ldy = rows + 5;
         if (bf16 && T == 1) continue; /* BF16 single tokens stay exact (matvec) */
