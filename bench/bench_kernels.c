@@ -66,6 +66,20 @@ static uint8_t *make_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
     return w;
 }
 
+/* The packed kinds a type runs as: the one it packs as where no kernels prefer another, and for Q5_0 and
+ * Q6_K also AVX2's choice (the 8-bit tiles "Q5_0/D", the crumbs "Q6_K/C") */
+typedef struct pack_kinds {
+    gm_pack_kind k[2];
+    int n;
+    const char *alt_name;
+} pack_kinds;
+
+static pack_kinds kinds_of(gm_dtype t) {
+    if (t == GM_Q5_0) return (pack_kinds){{GM_PK_N5D, GM_PK_D16}, 2, "Q5_0/D"};
+    if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C}, 2, "Q6_K/C"};
+    return (pack_kinds){{gm_pack_kind_of(t), GM_PK_NONE}, 1, NULL};
+}
+
 static int listed(const char *list, const char *name) {
     if (!list) return 1;
     size_t n = strlen(name);
@@ -175,17 +189,19 @@ static int bench_pack(const char *types_arg, double min_time) {
         if (!listed(types_arg, gm_dtype_get(t)->name)) continue;
         size_t rb;
         uint8_t *w = make_weights(t, rows, cols, &rb);
-        /* Q5_0 as its 5-bit tiles, then as 8-bit ones ("Q5_0/D", AVX2's choice) */
-        for (int ki = 0; ki < (t == GM_Q5_0 ? 2 : 1); ki++) {
+        /* Q5_0 as its 5-bit tiles, then as 8-bit ones ("Q5_0/D", AVX2's choice); Q6_K with bit planes, then
+         * with crumbs ("Q6_K/C", AVX2's choice) */
+        pack_kinds pk = kinds_of(t);
+        for (int ki = 0; ki < pk.n; ki++) {
             gm_packed P;
-            gm_pack_describe_as(ki ? GM_PK_D16 : t == GM_Q5_0 ? GM_PK_N5D : gm_pack_kind_of(t), t, rows, cols, &P);
+            gm_pack_describe_as(pk.k[ki], t, rows, cols, &P);
             P.data = aligned_alloc(64, (gm_packed_size(&P) + 63) / 64 * 64);
             if (!w || !P.data) {
                 fprintf(stderr, "out of memory for %s\n", gm_dtype_get(t)->name);
                 return 1;
             }
             double fast = pack_rate(gm_pack_rows, &P, w, rb, min_time), ref = pack_rate(gm_pack_rows_ref, &P, w, rb, min_time);
-            printf("%-6s %10.2f %10.2f\n", ki ? "Q5_0/D" : gm_dtype_get(t)->name, fast, ref);
+            printf("%-6s %10.2f %10.2f\n", ki ? pk.alt_name : gm_dtype_get(t)->name, fast, ref);
             free(P.data);
         }
         free(w);
@@ -272,14 +288,13 @@ int main(int argc, char **argv) {
         }
         /* the packed path (int16 activations): GB/s counts the bytes of the original GGUF matrix, so
          * the columns compare with the rows above */
-        /* Q5_0 runs as both of its packed kinds: its 5-bit tiles ("Q5_0") and the 8-bit ones ("Q5_0/D",
-         * what gm_pack_kind_of picks on AVX2) */
-        const gm_pack_kind kinds[2] = {t == GM_Q5_0 ? GM_PK_N5D : gm_pack_kind_of(t), GM_PK_D16};
-        for (int ki = 0; ki < (t == GM_Q5_0 ? 2 : 1); ki++) {
-            const char *pname = ki ? "Q5_0/D" : tname;
+        /* Q5_0 and Q6_K run as both of their packed kinds (kinds_of) */
+        const pack_kinds pk = kinds_of(t);
+        for (int ki = 0; ki < pk.n; ki++) {
+            const char *pname = ki ? pk.alt_name : tname;
             gm_packed P[2];
             for (int si = 0; si < 2; si++) {
-                gm_pack_describe_as(kinds[ki], t, shapes[si].rows, shapes[si].cols, &P[si]);
+                gm_pack_describe_as(pk.k[ki], t, shapes[si].rows, shapes[si].cols, &P[si]);
                 size_t pb = gm_packed_size(&P[si]);
                 P[si].data = pb && w[si] ? aligned_alloc(2u << 20, (pb + (2u << 20) - 1) / (2u << 20) * (2u << 20)) : NULL;
                 if (P[si].data) gm_pack_rows(&P[si], w[si], rb[si], 0, shapes[si].rows);
@@ -294,7 +309,7 @@ int main(int argc, char **argv) {
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
                 const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
-                if (!pops || !listed(isa_arg, pisas[ii])) continue;
+                if (!pops || !listed(isa_arg, pisas[ii]) || !gm_packed_ops_handles(pops, pk.k[ki])) continue;
                 printf("%-6s %-7s", pname, ii == 0 ? "scalarP" : ii == 1 ? "avx2P" : ii == 2 ? "avx512P" : "amxP");
                 for (int si = 0; si < 2; si++) {
                     if (!P[si].data) {

@@ -130,6 +130,10 @@ bool gm_packed_matvec_xb(void) {
     return g_packed->matvec_xb;
 }
 
+bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
+    return k != GM_PK_N6C || o == &gm_packed_scalar || o->q6_k_as_n6c;
+}
+
 bool gm_packed_kind_int8(gm_pack_kind k) {
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D;
 }

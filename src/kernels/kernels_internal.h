@@ -37,9 +37,15 @@ typedef struct gm_packed_ops {
     bool matvec_xb;
     /* Q5_0 packs as 8-bit GM_PK_D16 tiles rather than GM_PK_N5D (gm_pack_kind_of) */
     bool q5_0_as_d16;
+    /* Q6_K packs as GM_PK_N6C (its high bits in 2-bit pairs) rather than GM_PK_N6 (bit planes) */
+    bool q6_k_as_n6c;
     /* gm_packed_screen for GM_PK_D16 (NULL: these kernels do not screen) */
     void (*screen)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 } gm_packed_ops;
+
+/* Whether these kernels take packed matrices of kind k: every kind but GM_PK_N6C, which only the AVX2
+ * kernels (that pack Q6_K so) and the reference read. */
+bool gm_packed_ops_handles(const gm_packed_ops *ops, gm_pack_kind k);
 
 extern const gm_packed_ops gm_packed_scalar;
 extern const gm_packed_ops gm_packed_avx2;

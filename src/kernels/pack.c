@@ -27,11 +27,13 @@ static gm_pack_kind native_kind(gm_dtype type) {
 
 gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_d16) return GM_PK_D16;
+    if (type == GM_Q6_K && gm_packed_ops_chosen()->q6_k_as_n6c) return GM_PK_N6C;
     return native_kind(type);
 }
 
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
-    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && kind == GM_PK_D16));
+    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && kind == GM_PK_D16) ||
+                                  (type == GM_Q6_K && kind == GM_PK_N6C));
 }
 
 /* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
@@ -44,13 +46,14 @@ static size_t scale_offset(gm_pack_kind k) {
 }
 
 static bool nibble_kind(gm_pack_kind k) {
-    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N6;
+    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || gm_pack_kind_q6(k);
 }
 
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
     int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
+    if (k == GM_PK_N6C) return c | ((t[256 + 32 * (p & 3) + i] >> (2 * (p >> 2))) & 3) << 4;
     if (k != GM_PK_N4SM && k != GM_PK_N4K) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
     if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
     return c;
@@ -378,7 +381,19 @@ static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
     }
 }
 
-/* Q4_K -> N4K and Q6_K -> N6, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
+/* Row r's crumbs (packed.h, GM_PK_N6C) of the Q6_K tile whose high bits are bits kk2, kk2 + 1 of the 32
+ * qh bytes q: byte m = 2 k + j of the result goes to byte 32 k + 2 r + j of the crumb section, and holds
+ * the 2-bit parts of columns m, m + 8, m + 16, m + 24. */
+static uint64_t crumbs_of_row(const uint8_t *q, int kk2) {
+    const __m128i three = _mm_set1_epi8(3);
+    __m128i a = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)q), _mm_cvtsi32_si128(kk2)), three);
+    __m128i b = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(q + 16)), _mm_cvtsi32_si128(kk2)), three);
+    __m128i f = _mm_or_si128(a, _mm_slli_epi16(b, 4)); /* byte c: columns c, c + 16 */
+    __m128i e = _mm_or_si128(f, _mm_slli_epi16(_mm_srli_si128(f, 8), 2));
+    return (uint64_t)_mm_cvtsi128_si64(e);
+}
+
+/* Q4_K -> N4K and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
  * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
  * generic path assembles bit planes one bit at a time). */
 static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, size_t rb, size_t nrows) {
@@ -389,6 +404,8 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         uint8_t *sc = (uint8_t *)gm_packed_sc(P, panel, 8 * bi), *sb = (uint8_t *)gm_packed_sb(P, panel, 8 * bi);
         __m128i in[8][16];
         uint32_t plane4[8][16] = {{0}}, plane5[8][16] = {{0}};
+        uint64_t crumbs[8][16] = {{0}};
+        const bool n6c = P->kind == GM_PK_N6C;
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
                 for (int k = 0; k < 8; k++) in[k][r] = _mm_setzero_si128();
@@ -404,15 +421,24 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
                 for (int k = 0; k < 8; k++) {
                     int h = k / 4, kk = k % 4;
                     in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
-                    plane4[k][r] = bit_mask32(qh + 32 * h, 2 * kk);
-                    plane5[k][r] = bit_mask32(qh + 32 * h, 2 * kk + 1);
+                    if (n6c) crumbs[k][r] = crumbs_of_row(qh + 32 * h, 2 * kk);
+                    else {
+                        plane4[k][r] = bit_mask32(qh + 32 * h, 2 * kk);
+                        plane5[k][r] = bit_mask32(qh + 32 * h, 2 * kk + 1);
+                    }
                 }
             }
         }
         for (int k = 0; k < 8; k++) {
             uint8_t *t = tiles + (size_t)k * tile_bytes;
             put_nibbles(t, in[k]);
-            if (from == GM_Q6_K) {
+            if (n6c)
+                for (int r = 0; r < 16; r++)
+                    for (int q = 0; q < 4; q++) {
+                        t[256 + 32 * q + 2 * r] = (uint8_t)(crumbs[k][r] >> 16 * q);
+                        t[256 + 32 * q + 2 * r + 1] = (uint8_t)(crumbs[k][r] >> (16 * q + 8));
+                    }
+            else if (from == GM_Q6_K) {
                 transpose_cells2(plane4[k]);
                 transpose_cells2(plane5[k]);
                 put_plane(t + 256, plane4[k]);
@@ -438,6 +464,15 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
             int r = i / 2, j = i & 1;
             t[32 * g + i] = (uint8_t)((codes[r][2 * g + j] & 15) | (codes[r][2 * (g + 8) + j] & 15) << 4);
         }
+    if (k == GM_PK_N6C) { /* byte 32 q + i: bits 4-5 of pairs q, q + 4, q + 8, q + 12 */
+        for (int q = 0; q < 4; q++)
+            for (int i = 0; i < 32; i++) {
+                int v = 0;
+                for (int s = 0; s < 4; s++) v |= (codes[i / 2][2 * (q + 4 * s) + (i & 1)] >> 4 & 3) << 2 * s;
+                t[256 + 32 * q + i] = (uint8_t)v;
+            }
+        return;
+    }
     for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
         for (int p = 0; p < 16; p++) {
             uint32_t w = 0;
@@ -452,7 +487,7 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
     const size_t bbytes = gm_kernels_bytes_of(P->from, blk);
     const size_t so = scale_offset(P->kind);
     /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
-    const int off = P->kind == GM_PK_N5D ? 16 : P->kind == GM_PK_N6 ? 32 : 0;
+    const int off = P->kind == GM_PK_N5D ? 16 : gm_pack_kind_q6(P->kind) ? 32 : 0;
     for (size_t p0 = r0; p0 < r1; p0 += GM_PANEL_ROWS) {
         uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
         size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
@@ -531,7 +566,7 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             case GM_PK_N5D: w = F16(t + so + 2 * i) * (float)(code - 16); break;
             case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
             case GM_PK_N4K: w = ks[0] * (float)code + ks[1]; break;
-            case GM_PK_N6: w = ks[c / 16] * (float)(code - 32); break;
+            case GM_PK_N6: case GM_PK_N6C: w = ks[c / 16] * (float)(code - 32); break;
             default: w = 0; break;
             }
             out[32 * b + (size_t)c] = w;

@@ -8,6 +8,8 @@
  *   4-bit  u8 [8 groups][32 lanes]: low nibble = pair g, high nibble = pair g + 8
  *   5-bit  the 4-bit bytes, then u32 [16 pairs]: bit i = bit 4 of lane i's code
  *   6-bit  the 5-bit bytes, then u32 [16 pairs]: bit i = bit 5 of lane i's code
+ *   6-bit  the 4-bit bytes, then u8 [4][32 lanes] of 2-bit high parts: byte 32k + i holds bits 4-5 of
+ *   (N6C)  lane i's codes of pairs k, k + 4, k + 8, k + 12 in its bits 0-1, 2-3, 4-5, 6-7
  *
  * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
  *
@@ -20,6 +22,7 @@
  *                       f16 d[16], -dmin[16]
  *   GM_PK_N6     6-bit  i8 sc[2][16] (per 16 columns);  (d sc[c / 16]) (q - 32)   Q6_K
  *                       per 8 tiles f16 d[16]
+ *   GM_PK_N6C    6-bit  as GM_PK_N6                     as GM_PK_N6                Q6_K
  *
  * The two K-quant kinds keep their scales compact, as the GGUF does (6-bit scales under one f16 per
  * 256 values): f32 scales in the tiles would add 2 bits per weight, a third more bytes than a Q4_K
@@ -37,6 +40,10 @@
  * Q5_0 also packs as GM_PK_D16 (codes q - 16, d verbatim) where the chosen kernels say so (AVX2:
  * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
  * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
+ *
+ * Q6_K packs as GM_PK_N6C where the chosen kernels say so (AVX2: one shift, AND and OR per 32 codes for
+ * their high parts, where a bit plane takes a shuffle and a compare each; AVX-512 reads bit planes as
+ * masks). Only the AVX2 kernels and the reference handle N6C (gm_packed_ops_handles).
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
@@ -82,16 +89,17 @@ typedef enum gm_pack_kind {
     GM_PK_N5D,
     GM_PK_N6,
     GM_PK_BF16,
-    GM_PK_N4K
+    GM_PK_N4K,
+    GM_PK_N6C
 } gm_pack_kind;
 
 typedef struct gm_packed {
     gm_pack_kind kind;
     gm_dtype from;        /* the GGUF type it was packed from */
     size_t rows, cols;    /* cols is a multiple of 32 */
-    size_t tile_bytes;    /* bytes of one 16 x 32 tile (its codes alone for GM_PK_N4K, GM_PK_N6) */
-    size_t panel_bytes;   /* tiles * tile_bytes, plus the scale sections of GM_PK_N4K, GM_PK_N6 */
-    size_t sc_at, sb_at;  /* GM_PK_N4K, GM_PK_N6: where a panel's scale codes and its f16 row scales start */
+    size_t tile_bytes;    /* bytes of one 16 x 32 tile (its codes alone for the compact kinds) */
+    size_t panel_bytes;   /* tiles * tile_bytes, plus the scale sections of the compact kinds */
+    size_t sc_at, sb_at;  /* compact kinds: where a panel's scale codes and its f16 row scales start */
     size_t sb_bytes;      /* bytes of one 256-column record of f16 row scales (64: d, -dmin; 32: d) */
     uint8_t *data;        /* [ceil(rows/16)][cols/32] tiles */
 } gm_packed;
@@ -100,7 +108,7 @@ typedef struct gm_packed {
  * f32 kernels). */
 gm_pack_kind gm_pack_kind_of(gm_dtype type);
 /* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D or
- * GM_PK_D16). */
+ * GM_PK_D16; Q6_K: GM_PK_N6 or GM_PK_N6C). */
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type);
 /* Bytes of the packed form (gm_pack_kind_of's kind) of a rows x cols matrix of `type` (0 when the type is
  * not packed or cols is not a multiple of its block). */
@@ -108,14 +116,16 @@ size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
 /* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
 /* The same as `kind` (one that gm_pack_kind_holds for the type), whatever the chosen kernels want: the
- * tests and benchmarks of both Q5_0 layouts. */
+ * tests and benchmarks of both Q5_0 and both Q6_K layouts. */
 void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t cols, gm_packed *P);
 /* Bytes of P's packed data. */
 static inline size_t gm_packed_size(const gm_packed *P) {
     return (P->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * P->panel_bytes;
 }
 /* Whether kind k keeps the compact K-quant scales (packed.h's header), and where tile b's are in a panel. */
-static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6; }
+static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6 || k == GM_PK_N6C; }
+/* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), its high bits in planes or in pairs */
+static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C; }
 static inline const uint8_t *gm_packed_sc(const gm_packed *P, const uint8_t *panel, size_t b) {
     return panel + P->sc_at + 32 * b;
 }
@@ -123,7 +133,7 @@ static inline const uint8_t *gm_packed_sb(const gm_packed *P, const uint8_t *pan
     return panel + P->sb_at + P->sb_bytes * (b / 8);
 }
 /* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K s = d sc, m = -dmin mn in out[0], out[1];
- * GM_PK_N6 s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
+ * GM_PK_N6 / N6C s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);
 /* Bytes of one tile of kind k (P->tile_bytes; a constant the kernels' loops unroll on). */
 static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
@@ -133,7 +143,7 @@ static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
     case GM_PK_N4SM: return 256 + 128;
     case GM_PK_N5D: return 256 + 64 + 32;
     case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
-    case GM_PK_N6: return 256 + 128;
+    case GM_PK_N6: case GM_PK_N6C: return 256 + 128;
     case GM_PK_BF16: return 1024;
     default: return 0;
     }

@@ -98,11 +98,11 @@ GM_AI __m256i x_pair(int pre, const int32_t *xb, const int32_t *x1, const int32_
 
 /* Integer dots of the tile with both input terms in one pass over its codes (each code widened once, then
  * multiplied by the term-1 and the term-2 pair): rows 0-7 / 8-15 of term k in dk[0] / dk[1] summed over the
- * tile's 32 columns, or for N6 (whose scales change at column 16) the first 16 columns in dk[0] / dk[1] and
+ * tile's 32 columns, or for N6 / N6C (whose scales change at column 16) the first 16 columns in dk[0] / dk[1] and
  * the last 16 in dk[2] / dk[3]. */
 GM_AI void tile_dots(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
                      const int32_t *x2, __m256i d1[4], __m256i d2[4]) {
-    const int split = K == GM_PK_N6;
+    const int split = gm_pack_kind_q6(K);
     __m256i l1 = _mm256_setzero_si256(), h1 = l1, l2 = l1, h2 = l1, bl1 = l1, bh1 = l1, bl2 = l1, bh2 = l1;
     for (int g = 0; g < 8; g++) {
         __m256i a, b, w0, w1, v0, v1; /* w: the codes of pair g (columns 2g, 2g + 1), v: of pair g + 8 */
@@ -162,7 +162,7 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2), _mm256_mul_ps(sh, dv), *hi);
         return;
     }
-    case GM_PK_N6: { /* s[h][0]: rows 8h .. 8h + 7, columns 0-15; s[h][1]: columns 16-31 */
+    case GM_PK_N6: case GM_PK_N6C: { /* s[h][0]: rows 8h .. 8h + 7, columns 0-15; s[h][1]: columns 16-31 */
         __m256 s[2][2];
         k_tile8(K, sc, kd, 0, &s[0][0], &s[0][1]);
         k_tile8(K, sc, kd, 1, &s[1][0], &s[1][1]);
@@ -238,7 +238,7 @@ static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
 #define KIND(k) \
     case k: if (xq->has_xb) matvec_k(k, 1, P, r0, r1, xq, y); else matvec_k(k, 0, P, r0, r1, xq, y); return;
-    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N4K) KIND(GM_PK_N5D) KIND(GM_PK_N6)
+    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N4K) KIND(GM_PK_N5D) KIND(GM_PK_N6) KIND(GM_PK_N6C)
 #undef KIND
     default: return;
     }
@@ -266,4 +266,4 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
 
 const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2,    gm_split_bf16_ref,      packed_matvec_avx2,
                                       packed_matmul_avx2, gm_packed_matmul8_avx2, gm_quantize_x8_ref,
-                                      gm_packed_matmul_f32_avx2, true, true, gm_packed_screen_avx2};
+                                      gm_packed_matmul_f32_avx2, true, true, true, gm_packed_screen_avx2};

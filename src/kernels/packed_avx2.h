@@ -17,6 +17,15 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
     *is_signed = 0;
     __m256i v = _mm256_load_si256((const __m256i *)(t + 32 * g)), m4 = _mm256_set1_epi8(15);
     __m256i x = _mm256_and_si256(v, m4), y = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (K == GM_PK_N6C) { /* pairs g, g + 8 at bits 0-1, 4-5 (g < 4) or 2-3, 6-7 of crumb byte section g % 4 */
+        __m256i c = _mm256_load_si256((const __m256i *)(t + 256 + 32 * (g & 3))), m = _mm256_set1_epi8(0x30);
+        /* 16-bit shifts: what crosses into a byte from its neighbour lands outside bits 4-5 */
+        __m256i cx = g < 4 ? _mm256_slli_epi16(c, 4) : _mm256_slli_epi16(c, 2);
+        __m256i cy = g < 4 ? c : _mm256_srli_epi16(c, 2);
+        *a = _mm256_or_si256(x, _mm256_and_si256(cx, m));
+        *b = _mm256_or_si256(y, _mm256_and_si256(cy, m));
+        return;
+    }
     if (K == GM_PK_N5D || K == GM_PK_N6) {
         x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * g), _mm256_set1_epi8(16)));
         y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * (g + 8)), _mm256_set1_epi8(16)));
@@ -31,7 +40,7 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
 
 /* The f32 scales of rows 0-7 (h = 0) or 8-15 (h = 1) of a compact K-quant tile (packed.h), from its scale
  * codes sc and its block's f16 row scales (k_block8: d[h] = d, d[2 + h] = -dmin): GM_PK_N4K s = d sc,
- * m = -dmin mn; GM_PK_N6 the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales
+ * m = -dmin mn; GM_PK_N6 / N6C the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales
  * forms, bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
 GM_AI void k_block8(gm_pack_kind K, const uint8_t *sb, __m256 d[4]) {
     d[0] = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)sb));

@@ -613,4 +613,4 @@ void gm_quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm
 
 const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
                                         gm_packed_matmul_avx512, gm_packed_matmul8_avx512, quantize_x8_avx512, NULL,
-                                        false, false, gm_packed_screen_avx512};
+                                        false, false, false, gm_packed_screen_avx512};

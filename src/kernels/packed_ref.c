@@ -86,7 +86,7 @@ static double tile_ref(const gm_packed *P, const uint8_t *panel, int i, const gm
                (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
     }
     case GM_PK_N4K: return (double)ks[0] * dx * DOT(0, 32, 0, 0, 0) + (double)ks[1] * (double)xq->s[t * xq->ldd + b];
-    case GM_PK_N6:
+    case GM_PK_N6: case GM_PK_N6C:
         return (double)ks[0] * dx * DOT(0, 16, 32, qs[0], qs[2]) + (double)ks[1] * dx * DOT(16, 16, 32, qs[1], qs[3]);
     default: return 0.0;
     }
@@ -235,4 +235,4 @@ void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref, NULL, false, false, NULL};
+                                        NULL, gm_quantize_x8_ref, NULL, false, false, false, NULL};

@@ -38,8 +38,8 @@ static uint32_t rnd(void) {
 
 static float rnd_nonzero(void) { return ((float)(rnd() & 0xffffff) + 0.5f) / 8388608.0f - 1.0f; }
 
-/* A weight type and the kind it is packed as (GM_PK_NONE: gm_pack_kind_of's choice). Q5_0 runs as both
- * of its kinds whatever the machine's kernels prefer. */
+/* A weight type and the kind it is packed as (GM_PK_NONE: gm_pack_kind_of's choice). Q5_0 and Q6_K run as
+ * both of their kinds whatever the machine's kernels prefer (GM_PK_N6C on the kernels that handle it). */
 typedef struct pcase {
     gm_dtype t;
     gm_pack_kind k;
@@ -50,10 +50,14 @@ static const pcase cases[] = {{GM_Q4_0, GM_PK_NONE, NULL}, {GM_Q4_1, GM_PK_NONE,
                               {GM_Q5_0, GM_PK_N5D, "Q5_0 as N5D"}, {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
                               {GM_Q5_1, GM_PK_NONE, NULL}, {GM_Q8_0, GM_PK_NONE, NULL},
                               {GM_Q4_K, GM_PK_NONE, NULL}, {GM_Q5_K, GM_PK_NONE, NULL},
-                              {GM_Q6_K, GM_PK_NONE, NULL}, {GM_BF16, GM_PK_NONE, NULL}};
+                              {GM_Q6_K, GM_PK_N6, "Q6_K as N6"}, {GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"},
+                              {GM_BF16, GM_PK_NONE, NULL}};
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
 static pcase of_type(gm_dtype t) { return (pcase){t, GM_PK_NONE, NULL}; }
+static gm_pack_kind kind_of(pcase c) { return c.k != GM_PK_NONE ? c.k : gm_pack_kind_of(c.t); }
+/* whether the kernels `ops` take case c's packed kind */
+static bool runs(const gm_packed_ops *ops, pcase c) { return gm_packed_ops_handles(ops, kind_of(c)); }
 static const char *cname(pcase c) { return c.name ? c.name : gm_dtype_get(c.t)->name; }
 
 /* random blocks with moderate f16 scale fields (K types: d and dmin; Q6_K: d) */
@@ -87,7 +91,7 @@ static uint8_t *random_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb)
 
 static gm_packed pack_all(pcase c, const uint8_t *w, size_t rb, size_t rows, size_t cols) {
     gm_packed P;
-    gm_pack_describe_as(c.k != GM_PK_NONE ? c.k : gm_pack_kind_of(c.t), c.t, rows, cols, &P);
+    gm_pack_describe_as(kind_of(c), c.t, rows, cols, &P);
     P.data = aligned_alloc(64, (gm_packed_size(&P) + 63) / 64 * 64);
     gm_pack_rows(&P, w, rb, 0, rows);
     return P;
@@ -767,11 +771,20 @@ int main(void) {
               gm_packed_bytes(GM_Q6_K, 16, 512) == 16 * 384 + 512 + 64 && gm_packed_bytes(GM_Q4_K, 17, 512) == 2 * 4736,
           "K-quant packed sizes: Q4_K %zu, Q6_K %zu / %zu", gm_packed_bytes(GM_Q4_K, 16, 256),
           gm_packed_bytes(GM_Q6_K, 16, 256), gm_packed_bytes(GM_Q6_K, 16, 512));
-    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4K &&
-              gm_pack_kind_of(GM_Q6_K) == GM_PK_N6, "the other types keep their kinds");
+    /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in bit planes elsewhere */
+    CHECK(gm_pack_kind_of(GM_Q6_K) == (avx2 ? GM_PK_N6C : GM_PK_N6), "Q6_K packs as kind %d on %s kernels",
+          (int)gm_pack_kind_of(GM_Q6_K), avx2 ? "AVX2" : "other");
+    CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6C) &&
+              gm_packed_ops_handles(gm_packed_ops_chosen(), gm_pack_kind_of(GM_Q6_K)) &&
+              (!gm_packed_lookup("avx512") || !gm_packed_ops_handles(gm_packed_lookup("avx512"), GM_PK_N6C)),
+          "gm_packed_ops_handles: N6C on the reference and on the kernels that pack it, not on AVX-512");
+    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4K,
+          "the other types keep their kinds");
     CHECK(gm_pack_kind_holds(GM_PK_D16, GM_Q5_0) && gm_pack_kind_holds(GM_PK_N5D, GM_Q5_0) &&
               !gm_pack_kind_holds(GM_PK_N5D, GM_Q8_0) && !gm_pack_kind_holds(GM_PK_D16, GM_Q4_K) &&
-              !gm_pack_kind_holds(GM_PK_SM32, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_NONE, GM_F32),
+              !gm_pack_kind_holds(GM_PK_SM32, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_NONE, GM_F32) &&
+              gm_pack_kind_holds(GM_PK_N6C, GM_Q6_K) && gm_pack_kind_holds(GM_PK_N6, GM_Q6_K) &&
+              !gm_pack_kind_holds(GM_PK_N6C, GM_Q4_K),
           "gm_pack_kind_holds");
     gm_packed bad;
     gm_pack_describe_as(GM_PK_N5D, GM_Q8_0, 16, 64, &bad);
@@ -795,7 +808,7 @@ int main(void) {
             test_view8(ops, isas[ii]);
             for (size_t ci = 0; ci < N_CASES; ci++) {
                 size_t blk = gm_dtype_get(cases[ci].t)->block;
-                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0] && runs(ops, cases[ci]); ri++)
                     test_products8(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640),
                                    false);
             }
@@ -804,7 +817,7 @@ int main(void) {
         if (ops->matmul_f32) {
             for (size_t ci = 0; ci < N_CASES; ci++) {
                 size_t blk = gm_dtype_get(cases[ci].t)->block;
-                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0] && runs(ops, cases[ci]); ri++)
                     test_products_f32(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 768 : 256) : (ri & 1 ? 96 : 640));
             }
             printf("%s: f32 matmul tested\n", isas[ii]);
@@ -815,7 +828,7 @@ int main(void) {
         bool fast_bf16 = ii == 0 || (ii == 2 && gm_cpu_bf16());
         for (size_t ci = 0; ci < N_CASES; ci++) {
             gm_dtype t = cases[ci].t;
-            bool int8 = ops->matmul8 && gm_packed_kind_int8(cases[ci].k != GM_PK_NONE ? cases[ci].k : gm_pack_kind_of(t));
+            bool int8 = ops->matmul8 && gm_packed_kind_int8(kind_of(cases[ci]));
             if (!(t == GM_BF16 ? fast_bf16 : int8)) continue;
             size_t blk = gm_dtype_get(t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
@@ -833,7 +846,7 @@ int main(void) {
         }
         for (size_t ci = 0; ci < N_CASES; ci++) {
             size_t blk = gm_dtype_get(cases[ci].t)->block;
-            for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
+            for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0] && runs(ops, cases[ci]); ri++)
                 test_products(ops, isas[ii], cases[ci], rows_list[ri], blk == 256 ? (ri & 1 ? 512 : 256) : (ri & 1 ? 96 : 640));
         }
     }
