@@ -1,6 +1,6 @@
 /* AVX2 kernels for packed weights (layout in packed.h): a panel's 16 rows live in two 256-bit
- * registers of int32 dots; vpmaddwd multiplies 8 rows x 2 columns of codes (sign-extended to int16)
- * by one broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path.
+ * registers of int32 dots; vpmaddwd multiplies 8 rows x 2 columns of codes (widened to int16) by one
+ * broadcast int16 input pair. Same arithmetic as the AVX-512 VNNI path.
  *
  * The one-token matvec takes its broadcast input pairs from xq->xb, written once per input by
  * quantize_x, as vpmaddwd's memory operand: a load instead of a vpbroadcastd, which on Zen 1 is two
@@ -82,11 +82,16 @@ static void quantize_x_avx2(const float *x, size_t ldx, size_t T, size_t cols, g
     }
 }
 
-/* 32 byte codes -> rows 0-7 and rows 8-15 as int16 pairs */
-GM_AI void widen(__m256i v, int is_signed, __m256i *lo, __m256i *hi) {
-    __m128i l = _mm256_castsi256_si128(v), h = _mm256_extracti128_si256(v, 1);
-    *lo = is_signed ? _mm256_cvtepi8_epi16(l) : _mm256_cvtepu8_epi16(l);
-    *hi = is_signed ? _mm256_cvtepi8_epi16(h) : _mm256_cvtepu8_epi16(h);
+/* Whether kind K's dots come out with their rows mixed (rows_mixed: {0-3, 8-11}, {4-7, 12-15}): the nibble
+ * kinds, whose unsigned codes are widened in their 128-bit lanes. One vpunpck{l,h}bw with zero each, where
+ * vextracti128 and two vpmovzxbw, all on the shuffle pipes, took as long as the 8 vpmaddwd they feed (Zen 3,
+ * docs/BENCHMARKS.md). The 8-bit kinds widen as they load (vpmovsxbw from memory), in row order. */
+GM_AI int rows_are_mixed(gm_pack_kind K) { return K != GM_PK_D16 && K != GM_PK_SM32; }
+
+/* 32 unsigned byte codes -> int16 pairs of rows {0-3, 8-11} (lo) and {4-7, 12-15} (hi) */
+GM_AI void widen_mixed(__m256i v, __m256i *lo, __m256i *hi) {
+    *lo = _mm256_unpacklo_epi8(v, _mm256_setzero_si256());
+    *hi = _mm256_unpackhi_epi8(v, _mm256_setzero_si256());
 }
 
 /* The input pair of column pair g (0-15) of a tile, term 1 or 2: from the tile's 16 x 2 x 8 words of xb
@@ -97,7 +102,8 @@ GM_AI __m256i x_pair(int pre, const int32_t *xb, const int32_t *x1, const int32_
 }
 
 /* Integer dots of the tile with both input terms in one pass over its codes (each code widened once, then
- * multiplied by the term-1 and the term-2 pair): rows 0-7 / 8-15 of term k in dk[0] / dk[1] summed over the
+ * multiplied by the term-1 and the term-2 pair): rows 0-7 / 8-15 (mixed: rows_are_mixed) of term k in
+ * dk[0] / dk[1] summed over the
  * tile's 32 columns, or for N6 / N6C (whose scales change at column 16) the first 16 columns in dk[0] / dk[1] and
  * the last 16 in dk[2] / dk[3]. */
 GM_AI void tile_dots(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
@@ -112,9 +118,9 @@ GM_AI void tile_dots(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *x
             w0 = _mm256_cvtepi8_epi16(_mm_load_si128(c)), w1 = _mm256_cvtepi8_epi16(_mm_load_si128(c + 1));
             v0 = _mm256_cvtepi8_epi16(_mm_load_si128(c + 16)), v1 = _mm256_cvtepi8_epi16(_mm_load_si128(c + 17));
         } else {
-            tile_bytes(K, t, g, &a, &b, &sg);
-            widen(a, sg, &w0, &w1);
-            widen(b, sg, &v0, &v1);
+            tile_bytes(K, t, g, &a, &b, &sg); /* unsigned */
+            widen_mixed(a, &w0, &w1);
+            widen_mixed(b, &v0, &v1);
         }
         __m256i xg1 = x_pair(pre, xb, x1, x2, g, 1), xg2 = x_pair(pre, xb, x1, x2, g, 2);
         l1 = _mm256_add_epi32(l1, _mm256_madd_epi16(w0, xg1));
@@ -158,6 +164,7 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         int32_t o1 = K == GM_PK_N5D ? 16 * (qs[0] + qs[1]) : 0, o2 = K == GM_PK_N5D ? 16 * (qs[2] + qs[3]) : 0;
         __m256 sl = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so)));
         __m256 sh = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(t + so + 16)));
+        if (rows_are_mixed(K)) rows_mixed(sl, sh, &sl, &sh);
         *lo = _mm256_fmadd_ps(two_terms(d1[0], o1, d2[0], o2), _mm256_mul_ps(sl, dv), *lo);
         *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2), _mm256_mul_ps(sh, dv), *hi);
         return;
@@ -166,6 +173,8 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         __m256 s[2][2];
         k_tile8(K, sc, kd, 0, &s[0][0], &s[0][1]);
         k_tile8(K, sc, kd, 1, &s[1][0], &s[1][1]);
+        rows_mixed(s[0][0], s[1][0], &s[0][0], &s[1][0]);
+        rows_mixed(s[0][1], s[1][1], &s[0][1], &s[1][1]);
         *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(s[0][0], dv), *lo);
         *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(s[1][0], dv), *hi);
         *lo = _mm256_fmadd_ps(two_terms(d1[2], 32 * qs[1], d2[2], 32 * qs[3]), _mm256_mul_ps(s[0][1], dv), *lo);
@@ -181,6 +190,10 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         } else {
             sl = _mm256_load_ps(sm), sh = _mm256_load_ps(sm + 8);
             ml = _mm256_load_ps(sm + 16), mh = _mm256_load_ps(sm + 24);
+        }
+        if (rows_are_mixed(K)) {
+            rows_mixed(sl, sh, &sl, &sh);
+            rows_mixed(ml, mh, &ml, &mh);
         }
         *lo = _mm256_fmadd_ps(ml, x, *lo);
         *hi = _mm256_fmadd_ps(mh, x, *hi);
@@ -205,6 +218,7 @@ GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size
             tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b,
                        x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);
         }
+        if (rows_are_mixed(K)) rows_mixed(lo, hi, &lo, &hi); /* back to rows 0-7, 8-15 */
         store_rows(y, lo, hi, p, r0, r1);
     }
 }

@@ -38,6 +38,13 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
     *b = y;
 }
 
+/* Rows {0-3, 8-11} (lo) and {4-7, 12-15} (hi) of 16 values given as rows 0-7 (a) and 8-15 (b): the order
+ * the in-lane unpacks (_mm256_unpack{lo,hi}_epi8 / epi16) leave a tile's 16 rows in. Its own inverse. */
+GM_AI void rows_mixed(__m256 a, __m256 b, __m256 *lo, __m256 *hi) {
+    *lo = _mm256_permute2f128_ps(a, b, 0x20);
+    *hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
+
 /* The f32 scales of rows 0-7 (h = 0) or 8-15 (h = 1) of a compact K-quant tile (packed.h), from its scale
  * codes sc and its block's f16 row scales (k_block8: d[h] = d, d[2 + h] = -dmin): GM_PK_N4K s = d sc,
  * m = -dmin mn; GM_PK_N6 / N6C the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales

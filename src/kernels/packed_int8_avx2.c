@@ -11,13 +11,6 @@
 #include "kernels/packed_avx2.h"
 #include "kernels/quant_x86.h"
 
-/* Rows {0-3, 8-11} (lo) and {4-7, 12-15} (hi) of 16 values given as rows 0-7 (a) and 8-15 (b): the order
- * _mm256_unpack{lo,hi}_epi16 leaves the rows of a tile's two pairs in. */
-GM_AI void rows_mixed(__m256 a, __m256 b, __m256 *lo, __m256 *hi) {
-    *lo = _mm256_permute2f128_ps(a, b, 0x20);
-    *hi = _mm256_permute2f128_ps(a, b, 0x31);
-}
-
 /* dot[k][0 / 1] (rows lo / hi) += the integer dots of the tile's codes with term k of the input, k < terms */
 GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int terms, __m256i dot[3][2]) {
     const __m256i ones = _mm256_set1_epi16(1);
