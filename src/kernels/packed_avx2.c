@@ -103,9 +103,8 @@ GM_AI __m256i x_pair(int pre, const int32_t *xb, const int32_t *x1, const int32_
 
 /* Integer dots of the tile with both input terms in one pass over its codes (each code widened once, then
  * multiplied by the term-1 and the term-2 pair): rows 0-7 / 8-15 (mixed: rows_are_mixed) of term k in
- * dk[0] / dk[1] summed over the
- * tile's 32 columns, or for N6 / N6C (whose scales change at column 16) the first 16 columns in dk[0] / dk[1] and
- * the last 16 in dk[2] / dk[3]. */
+ * dk[0] / dk[1] summed over the tile's 32 columns, or for N6 / N6C (whose scales change at column 16) the
+ * first 16 columns in dk[0] / dk[1] and the last 16 in dk[2] / dk[3]. */
 GM_AI void tile_dots(gm_pack_kind K, int pre, const uint8_t *t, const int32_t *xb, const int32_t *x1,
                      const int32_t *x2, __m256i d1[4], __m256i d2[4]) {
     const int split = gm_pack_kind_q6(K);
@@ -173,7 +172,7 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         __m256 s[2][2];
         k_tile8(K, sc, kd, 0, &s[0][0], &s[0][1]);
         k_tile8(K, sc, kd, 1, &s[1][0], &s[1][1]);
-        rows_mixed(s[0][0], s[1][0], &s[0][0], &s[1][0]);
+        rows_mixed(s[0][0], s[1][0], &s[0][0], &s[1][0]); /* a nibble kind: rows mixed */
         rows_mixed(s[0][1], s[1][1], &s[0][1], &s[1][1]);
         *lo = _mm256_fmadd_ps(two_terms(d1[0], 32 * qs[0], d2[0], 32 * qs[2]), _mm256_mul_ps(s[0][0], dv), *lo);
         *hi = _mm256_fmadd_ps(two_terms(d1[1], 32 * qs[0], d2[1], 32 * qs[2]), _mm256_mul_ps(s[1][0], dv), *hi);
