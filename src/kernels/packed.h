@@ -62,7 +62,7 @@
  * largest), so vpdpbusd multiplies 16 rows x 4 columns of codes (as u8) by 4 broadcast input bytes:
  * 24 instructions per tile and input where the int16 terms take 32. In a block the terms' bytes are
  * ordered as the codes of one lane, step g = 0..7: columns 2g, 2g + 1, 2g + 16, 2g + 17 (pairs g and
- * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16).
+ * g + 8). Kinds D16, SM32, N4SM, N5D; N6 and N6C keep int16 (their scales change at column 16).
  *
  * Batched products on AVX2 without VNNI decode each panel's weights to f32, exactly, and multiply the f32
  * inputs (xq->f32): no rounding of x, and one FMA per weight and input where the int16 terms take two
@@ -202,7 +202,7 @@ void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq)
  * terms are untouched), bit for bit the same on every path. */
 void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
- * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6). */
+ * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 and N6C). */
 bool gm_packed_int8_matmul(void);
 /* Whether kind k has an int8-term matmul. */
 bool gm_packed_kind_int8(gm_pack_kind k);
