@@ -403,12 +403,17 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         uint8_t *tiles = panel + bi * 8 * tile_bytes;
         uint8_t *sc = (uint8_t *)gm_packed_sc(P, panel, 8 * bi), *sb = (uint8_t *)gm_packed_sb(P, panel, 8 * bi);
         __m128i in[8][16];
-        uint32_t plane4[8][16] = {{0}}, plane5[8][16] = {{0}};
-        uint64_t crumbs[8][16] = {{0}};
+        /* Q6_K's high bits, as planes (N6) or crumbs (N6C): only the kind's own array is read, its rows past
+         * the end zero */
+        uint32_t plane4[8][16], plane5[8][16];
+        uint64_t crumbs[8][16];
         const bool n6c = P->kind == GM_PK_N6C;
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
-                for (int k = 0; k < 8; k++) in[k][r] = _mm_setzero_si128();
+                for (int k = 0; k < 8; k++) {
+                    in[k][r] = _mm_setzero_si128();
+                    plane4[k][r] = plane5[k][r] = 0, crumbs[k][r] = 0;
+                }
                 put_k_scales(from, NULL, sc, sb, r);
                 continue;
             }
