@@ -1,6 +1,8 @@
 /* Kernel throughput: matvec GB/s (weight bytes streamed per second) and rows/s per type and ISA on
  * the Gemma 3 270M embedding shape (262144 x 640) and a 1B MLP layer shape (6912 x 1152), and matmul
- * GFLOP/s at T = 64 inputs on the layer shape. Single-threaded, best of several runs.
+ * GFLOP/s at T = 64 inputs on the layer shape. Single-threaded, best of several runs. Rows: the file's
+ * layout ("avx2"), the packed one ("avx2P"), the screened product of greedy decoding ("avx2S") and the
+ * --precision fast int8 product ("avx2F") where the kernels have them.
  *
  * With --pack: load-time packing GB/s (GGUF bytes per second) per type on an 8192 x 1024 matrix,
  * each type's fast path against the generic per-value one (gm_pack_rows_ref).
@@ -103,7 +105,9 @@ static void print_cell(const shape *shapes, int si, double bytes, double best) {
 }
 
 /* One input's product on the packed rows of P as decode runs it: the input prepared, then the matvec, or
- * (screen) the screened product with x's int8 term and the block errors. */
+ * (RUN_SCREEN) the screened product with x's int8 term and the block errors, or (RUN_FAST, --precision
+ * fast) the int8 matmul on that term alone. */
+typedef enum { RUN_EXACT, RUN_SCREEN, RUN_FAST } run_mode;
 typedef struct packed_run {
     const gm_packed_ops *ops;
     const gm_packed *P;
@@ -111,13 +115,18 @@ typedef struct packed_run {
     const float *x;
     gm_xq *xq;
     float *y, *eb, *bound; /* eb, bound: the screen's */
-    bool screen;
+    run_mode mode;
 } packed_run;
 
 static void packed_run_once(const packed_run *r) {
     size_t rows = r->P->rows, cols = r->P->cols;
-    if (r->screen) {
+    if (r->mode != RUN_EXACT) {
         r->ops->quantize_x8(r->x, cols, 1, cols, r->xq);
+        r->xq->fast = r->mode == RUN_FAST;
+        if (r->mode == RUN_FAST) {
+            r->ops->matmul8(r->P, 0, rows, r->xq, 1, r->y, rows);
+            return;
+        }
         gm_packed_screen_errors(r->P, r->x, r->xq, r->eb);
         r->ops->screen(r->P, 0, rows, r->xq, r->eb, r->y, r->bound);
         return;
@@ -142,10 +151,10 @@ static double packed_best(const packed_run *r, bool first_counts, double min_tim
     return best;
 }
 
-/* One row: the screened product (gm_packed_screen) on both shapes, GB/s of GGUF bytes as the packed rows;
- * no matmul. */
-static void bench_screen(const gm_packed_ops *pops, const char *pname, const shape *shapes, const gm_packed *P,
-                         const float *x, const size_t *rb, float *y, double min_time, const char *label) {
+/* One row: the screened product (gm_packed_screen) or the fast int8 one on both shapes, GB/s of GGUF bytes
+ * as the packed rows; no matmul. */
+static void bench_int8(const gm_packed_ops *pops, const char *pname, const shape *shapes, const gm_packed *P,
+                       const float *x, const size_t *rb, float *y, double min_time, run_mode mode, const char *label) {
     gm_xq xq = {0};
     const size_t xc = shapes[1].cols > shapes[0].cols ? shapes[1].cols : shapes[0].cols;
     xq.b8 = aligned_alloc(64, 3 * xc), xq.e8 = malloc(xc / 32 * 4), xq.s8 = malloc(3 * xc / 32 * 4);
@@ -156,7 +165,7 @@ static void bench_screen(const gm_packed_ops *pops, const char *pname, const sha
             print_cell(shapes, si, 0, -1);
             continue;
         }
-        packed_run r = {pops, &P[si], P[si].from, x, &xq, y, eb, bound, true};
+        packed_run r = {pops, &P[si], P[si].from, x, &xq, y, eb, bound, mode};
         print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, packed_best(&r, si == 1, min_time));
     }
     printf(" | %8s\n", "-");
@@ -316,7 +325,7 @@ int main(int argc, char **argv) {
                         print_cell(shapes, si, 0, -1);
                         continue;
                     }
-                    packed_run r = {pops, &P[si], t, x, &xq, y, NULL, NULL, false};
+                    packed_run r = {pops, &P[si], t, x, &xq, y, NULL, NULL, RUN_EXACT};
                     print_cell(shapes, si, (double)rb[si] * (double)shapes[si].rows, packed_best(&r, si == 1, min_time));
                 }
                 double best = 1e30, start = gm_now_seconds();
@@ -335,8 +344,17 @@ int main(int argc, char **argv) {
                 } while (gm_now_seconds() - start < min_time || runs < 2);
                 printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
                 fflush(stdout);
-                if (pops->screen && P[1].kind == GM_PK_D16) /* the screened product of greedy decoding, its inputs included */
-                    bench_screen(pops, pname, shapes, P, x, rb, y, min_time, ii == 1 ? "avx2S" : ii == 2 ? "avx512S" : "amxS");
+                const char *isa_short = ii == 1 ? "avx2" : ii == 2 ? "avx512" : "amx";
+                char label[16];
+                /* the screened product of greedy decoding, its inputs included (GM_PK_D16, N6C: gm_packed_can_screen) */
+                if (pops->screen && (P[1].kind == GM_PK_D16 || P[1].kind == GM_PK_N6C)) {
+                    snprintf(label, sizeof label, "%sS", isa_short);
+                    bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_SCREEN, label);
+                }
+                if (pops->matmul8 && gm_packed_kind_int8(P[1].kind)) { /* --precision fast decode */
+                    snprintf(label, sizeof label, "%sF", isa_short);
+                    bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_FAST, label);
+                }
             }
             free(xq.q);
             free(xq.q2);

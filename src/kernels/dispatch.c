@@ -135,7 +135,9 @@ bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
 }
 
 bool gm_packed_kind_int8(gm_pack_kind k) {
-    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D;
+    /* N6C (AVX2): vpmaddubsw keeps the two 16-column halves apart, each with its scale; AVX-512's vpdpbusd
+     * sums 2 columns of each into one (N6 stays int16) */
+    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N6C;
 }
 
 gm_prefetch gm_packed_prefetch(void) {
@@ -199,7 +201,10 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
     packed_ops()->matvec(P, r0, r1, xq, y);
 }
 
-bool gm_packed_can_screen(gm_pack_kind k) { return k == GM_PK_D16 && packed_ops()->screen != NULL; }
+bool gm_packed_can_screen(gm_pack_kind k) {
+    const gm_packed_ops *o = packed_ops();
+    return (k == GM_PK_D16 || k == GM_PK_N6C) && o->screen != NULL && gm_packed_ops_handles(o, k);
+}
 
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound) {
     if (gm_packed_can_screen(P->kind)) packed_ops()->screen(P, r0, r1, xq, eb, y, bound);

@@ -62,7 +62,10 @@
  * largest), so vpdpbusd multiplies 16 rows x 4 columns of codes (as u8) by 4 broadcast input bytes:
  * 24 instructions per tile and input where the int16 terms take 32. In a block the terms' bytes are
  * ordered as the codes of one lane, step g = 0..7: columns 2g, 2g + 1, 2g + 16, 2g + 17 (pairs g and
- * g + 8). Kinds D16, SM32, N4SM, N5D; N6 and N6C keep int16 (their scales change at column 16).
+ * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16, and vpdpbusd sums
+ * two columns of either half). On AVX2, vpmaddubsw leaves columns (2g, 2g + 1) and (2g + 16, 2g + 17) in
+ * separate int16 sums, and vpmaddwd weighs them with the two 16-column scales: N6C takes the int8 terms
+ * there (--precision fast decode and the screened vocabulary product).
  *
  * Batched products on AVX2 without VNNI decode each panel's weights to f32, exactly, and multiply the f32
  * inputs (xq->f32): no rounding of x, and one FMA per weight and input where the int16 terms take two
@@ -202,7 +205,7 @@ void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq)
  * terms are untouched), bit for bit the same on every path. */
 void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
- * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 and N6C). */
+ * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6). */
 bool gm_packed_int8_matmul(void);
 /* Whether kind k has an int8-term matmul. */
 bool gm_packed_kind_int8(gm_pack_kind k);
@@ -244,9 +247,10 @@ void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 /* Screening a product for its largest rows (greedy and top-k decoding, model/vocab_screen.c): y[r - r0]
  * = row r times the first int8 term of x alone (xq->has8: x rounded to 8 bits per 32 values, as
  * --precision fast), and bound[r - r0] = sum over blocks b of |d[r][b]| eb[b] >= |y[r - r0] - the exact
- * value gm_packed_matvec gives row r|, with eb from gm_packed_screen_errors: a row whose y + bound falls
- * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind): on other
- * kinds and kernels it writes nothing. */
+ * value gm_packed_matvec gives row r| (d[r][b]: the row's scale in block b; Q6_K's the larger of its two
+ * 16-column scales there, d sc), with eb from gm_packed_screen_errors: a row whose y + bound falls
+ * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind) (GM_PK_D16, and
+ * GM_PK_N6C on AVX2): on other kinds and kernels it writes nothing. */
 bool gm_packed_can_screen(gm_pack_kind k);
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 /* The same in f64 on the scalar path (the tests' reference; the scalar kernels do not screen). */

@@ -1,7 +1,9 @@
 /* AVX2 products with the int8 input terms (packed.h): vpmaddubsw multiplies a row's 4 codes of step g
  * (columns 2g, 2g + 1, 2g + 16, 2g + 17, as u8) by the term's 4 bytes, vpmaddwd by ones sums them to
  * one int32 per row, 8 rows per register. On AVX2 this serves --precision fast decode (one token, the
- * first term alone: a third of the int16 path's multiplies); the batched products take the f32 path
+ * first term alone: a third of the int16 path's multiplies) and the screened vocabulary product (D16 and
+ * Q6_K's N6C, whose two 16-column scales weigh vpmaddubsw's two int16 sums of a row's 4 codes in the
+ * vpmaddwd that would otherwise take ones); the batched products take the f32 path
  * (packed_matmul_avx2.c), and the three-term exact form is kept for the tests and for completeness.
  *
  * Q8_0's codes are signed and vpmaddubsw wants u8: |w| times x with w's sign (vpsignb), which stays
@@ -11,9 +13,11 @@
 #include "kernels/packed_avx2.h"
 #include "kernels/quant_x86.h"
 
-/* dot[k][0 / 1] (rows lo / hi) += the integer dots of the tile's codes with term k of the input, k < terms */
-GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int terms, __m256i dot[3][2]) {
-    const __m256i ones = _mm256_set1_epi16(1);
+/* dot[k][0 / 1] (rows lo / hi) += the integer dots of the tile's codes with term k of the input, k < terms,
+ * the int16 sums of columns (2g, 2g + 1) and (2g + 16, 2g + 17) weighed by the int16 pairs of wt[h] (ones, or
+ * Q6_K's two 16-column scales per row) */
+GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int terms, const __m256i wt[2],
+                      __m256i dot[3][2]) {
 #pragma GCC unroll 8
     for (int g = 0; g < 8; g++) {
         __m256i a, b;
@@ -29,14 +33,32 @@ GM_AI void tile_dots8(gm_pack_kind K, const uint8_t *t, const int32_t *x, int te
             for (int h = 0; h < 2; h++) {
                 __m256i p = K == GM_PK_D16 ? _mm256_maddubs_epi16(mag[h], _mm256_sign_epi8(xb, u[h]))
                                            : _mm256_maddubs_epi16(u[h], xb);
-                dot[k][h] = _mm256_add_epi32(dot[k][h], _mm256_madd_epi16(p, ones));
+                dot[k][h] = _mm256_add_epi32(dot[k][h], _mm256_madd_epi16(p, wt[h]));
             }
         }
     }
 }
 
+/* Q6_K's scale codes of a tile (i8 sc[2][16], packed.h) as the int16 pairs (sc[0][r], sc[1][r]) of rows
+ * {0-3, 8-11} (w[0]) and {4-7, 12-15} (w[1]): the rows tile_dots8's halves hold */
+GM_AI void q6_scale_pairs(const uint8_t *sc, __m256i w[2]) {
+    __m128i c0 = _mm_loadu_si128((const __m128i *)sc), c1 = _mm_loadu_si128((const __m128i *)(sc + 16));
+    __m256i a = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(c0, c1)), b = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(c0, c1));
+    w[0] = _mm256_permute2x128_si256(a, b, 0x20);
+    w[1] = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
+/* The sums of an int8 term's columns 0-15 and 16-31 (|sum| <= 16 x 127) as an int16 pair in every 32-bit
+ * lane: the Q6_K codes' offset 32 comes off as 32 (sc0 S0 + sc1 S1), one vpmaddwd with the scale pairs */
+GM_AI __m256i half_sums8(const int8_t *x) {
+    __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)x));
+    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm256_add_epi16(v, _mm256_permute2x128_si256(v, v, 1));
+}
+
 /* Input t0 against panel p, with `terms` (1: --precision fast, 3: f32 accuracy) of the int8 inputs; with
- * `bound` (D16, one term: gm_packed_screen) also sum |d| eb per row there */
+ * `bound` (D16 or N6C, one term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, size_t r0, size_t r1,
                        const gm_xq *xq, size_t t0, float *y, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
@@ -46,26 +68,46 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
     __m256 kd[4] = {acc[0], acc[0], acc[0], acc[0]}; /* the block's scales (N4K), converted once per 8 tiles */
+    __m256 d6[2] = {acc[0], acc[0]}, d6abs[2] = {acc[0], acc[0]}; /* N6C: kd's row scales mixed as the dots */
+    const __m256i ones = _mm256_set1_epi16(1);
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_panel(K, P, panel, b, tb, pf, tb);
-        if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd);
+        if (gm_pack_kind_compact(K) && b % 8 == 0) {
+            k_block8(K, gm_packed_sb(P, panel, b), kd);
+            if (K == GM_PK_N6C) {
+                rows_mixed(kd[0], kd[1], &d6[0], &d6[1]);
+                for (int h = 0; h < 2; h++) d6abs[h] = _mm256_and_ps(d6[h], absmask);
+            }
+        }
         const size_t o = t0 * xq->ldd + b;
         const int32_t *S = xq->s8 + 3 * o;
-        __m256i dot[3][2];
+        const int8_t *xb = xq->b8 + t0 * xq->ld8 + 96 * b;
+        __m256i dot[3][2], wt[2] = {ones, ones};
+        if (K == GM_PK_N6C) q6_scale_pairs(gm_packed_sc(P, panel, b), wt);
         for (int k = 0; k < terms; k++) dot[k][0] = dot[k][1] = _mm256_setzero_si256();
-        tile_dots8(K, t, (const int32_t *)(xq->b8 + t0 * xq->ld8 + 96 * b), terms, dot);
+        tile_dots8(K, t, (const int32_t *)xb, terms, wt, dot);
         const float e = xq->e8[o];
         __m256 F[2], s[2], m[2];
         for (int h = 0; h < 2; h++) {
-            F[h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[0][h], _mm256_set1_epi32(off * S[0])));
-            if (terms == 3) {
-                __m256i v2 = _mm256_sub_epi32(dot[1][h], _mm256_set1_epi32(off * S[1]));
-                __m256i v3 = _mm256_sub_epi32(dot[2][h], _mm256_set1_epi32(off * S[2]));
-                F[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v3), _mm256_set1_ps(1.0f / 64516.0f),
-                                       _mm256_fmadd_ps(_mm256_cvtepi32_ps(v2), _mm256_set1_ps(1.0f / 254.0f), F[h]));
-            }
+            __m256i v[3]; /* each term's dot less the codes' offset times its sum */
+            for (int k = 0; k < terms; k++)
+                v[k] = K == GM_PK_N6C ? _mm256_sub_epi32(dot[k][h], _mm256_slli_epi32(_mm256_madd_epi16(wt[h],
+                                                         half_sums8(xb + 32 * k)), 5))
+                                      : _mm256_sub_epi32(dot[k][h], _mm256_set1_epi32(off * S[k]));
+            F[h] = _mm256_cvtepi32_ps(v[0]);
+            if (terms == 3)
+                F[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v[2]), _mm256_set1_ps(1.0f / 64516.0f),
+                                       _mm256_fmadd_ps(_mm256_cvtepi32_ps(v[1]), _mm256_set1_ps(1.0f / 254.0f), F[h]));
         }
-        if (K == GM_PK_D16 || K == GM_PK_N5D) {
+        if (K == GM_PK_N6C) { /* w = d (sc q - 32 sc): sc is in the dots; the bound takes d max(|sc0|, |sc1|) */
+            for (int h = 0; h < 2; h++) {
+                acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(d6[h], _mm256_set1_ps(e)), acc[h]);
+                if (!bound) continue;
+                __m256i a = _mm256_abs_epi16(wt[h]);
+                __m256i mx = _mm256_max_epi16(_mm256_and_si256(a, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(a, 16));
+                bacc[h] = _mm256_fmadd_ps(_mm256_mul_ps(d6abs[h], _mm256_cvtepi32_ps(mx)), _mm256_set1_ps(eb[b]), bacc[h]);
+            }
+        } else if (K == GM_PK_D16 || K == GM_PK_N5D) {
             const __m128i *sp = (const __m128i *)(t + (K == GM_PK_D16 ? 512 : 320));
             rows_mixed(_mm256_cvtph_ps(_mm_load_si128(sp)), _mm256_cvtph_ps(_mm_load_si128(sp + 1)), &s[0], &s[1]);
             for (int h = 0; h < 2; h++) acc[h] = _mm256_fmadd_ps(F[h], _mm256_mul_ps(s[h], _mm256_set1_ps(e)), acc[h]);
@@ -116,13 +158,15 @@ void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_x
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N6C: matmul8_kind(GM_PK_N6C, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }
 }
 
 void gm_packed_screen_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                            float *bound) {
-    if (r1 <= r0 || P->kind != GM_PK_D16) return;
+    if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6C)) return;
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
-        matmul8_one(GM_PK_D16, 1, P, p, r0, r1, xq, 0, y, eb, bound);
+        if (P->kind == GM_PK_D16) matmul8_one(GM_PK_D16, 1, P, p, r0, r1, xq, 0, y, eb, bound);
+        else matmul8_one(GM_PK_N6C, 1, P, p, r0, r1, xq, 0, y, eb, bound);
 }

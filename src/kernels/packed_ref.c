@@ -170,12 +170,17 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
     const uint8_t *tile = panel + b * P->tile_bytes;
     const int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
     const int32_t *S = xq->s8 + 3 * (t * xq->ldd + b);
-    double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0;
+    double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0, Fh[2] = {0, 0}, Sh[2] = {0, 0};
     for (int term = 0; term < (xq->fast ? 1 : 3); term++) {
-        int64_t dot = 0;
-        for (int c = 0; c < 32; c++) dot += (int64_t)gm_packed_code(k, tile, c / 2, 2 * i + (c & 1)) * q[32 * term + gm_x8_pos(c)];
+        int64_t dot[2] = {0, 0}, sum[2] = {0, 0}; /* columns 0-15, 16-31 */
+        for (int c = 0; c < 32; c++) {
+            int v = q[32 * term + gm_x8_pos(c)];
+            dot[c / 16] += (int64_t)gm_packed_code(k, tile, c / 2, 2 * i + (c & 1)) * v;
+            sum[c / 16] += v;
+        }
         double w = term == 0 ? 1.0 : term == 1 ? 1.0 / 254 : 1.0 / 64516;
-        F += w * (double)dot;
+        for (int h = 0; h < 2; h++) Fh[h] += w * (double)dot[h], Sh[h] += w * (double)sum[h];
+        F += w * (double)(dot[0] + dot[1]);
         Sx += w * (double)S[term];
     }
     switch (k) {
@@ -190,6 +195,11 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
         gm_packed_k_scales(P, panel, b, i, ks);
         return (double)ks[0] * e * F + (double)ks[1] * e * Sx;
     }
+    case GM_PK_N6: case GM_PK_N6C: { /* a scale per 16 columns; codes q + 32 */
+        float ks[2];
+        gm_packed_k_scales(P, panel, b, i, ks);
+        return (double)ks[0] * e * (Fh[0] - 32.0 * Sh[0]) + (double)ks[1] * e * (Fh[1] - 32.0 * Sh[1]);
+    }
     default: return 0.0;
     }
 }
@@ -199,8 +209,9 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
 }
 
 void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb) {
-    /* the largest |code|: Q8_0 -128, Q5_0 as D16 q - 16 in [-16, 15], Q4_0 q - 8 in [-8, 7] */
-    const float cmax = P->from == GM_Q5_0 ? 16.0f : P->from == GM_Q4_0 ? 8.0f : 128.0f;
+    /* the largest |code|: Q8_0 -128, Q5_0 as D16 q - 16 in [-16, 15], Q4_0 q - 8 in [-8, 7], Q6_K q - 32 in
+     * [-32, 31] (its row's bound then takes the larger of the tile's two scales: gm_packed_screen_ref) */
+    const float cmax = P->from == GM_Q5_0 ? 16.0f : P->from == GM_Q4_0 ? 8.0f : P->from == GM_Q6_K ? 32.0f : 128.0f;
     /* Both products add a few f32 roundings of 2^-24 of at most 32 x cmax x 127 e per tile: 1/64 of
      * cmax e per tile covers them with room, 1/32 more the conversions at either end. */
     const float slack = (float)(P->cols / 32) / 64.0f + 1.0f / 32.0f;
@@ -214,7 +225,8 @@ void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq
 
 void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                           float *bound) {
-    if (P->kind != GM_PK_D16) return;
+    const bool q6 = gm_pack_kind_q6(P->kind);
+    if (P->kind != GM_PK_D16 && !q6) return;
     const size_t tiles = P->cols / 32;
     for (size_t r = r0; r < r1; r++) {
         const uint8_t *panel = P->data + r / GM_PANEL_ROWS * P->panel_bytes;
@@ -223,11 +235,15 @@ void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
         for (size_t t = 0; t < tiles; t++) {
             const uint8_t *tile = panel + t * P->tile_bytes;
             const int8_t *q = xq->b8 + 96 * t;
-            int64_t dot = 0;
-            for (int c = 0; c < 32; c++) dot += (int64_t)gm_packed_code(P->kind, tile, c / 2, 2 * i + (c & 1)) * q[gm_x8_pos(c)];
-            double d = gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i));
-            acc += d * xq->e8[t] * (double)dot;
-            b += fabs(d) * eb[t];
+            int64_t dot[2] = {0, 0}; /* columns 0-15, 16-31 */
+            for (int c = 0; c < 32; c++)
+                dot[c / 16] += (int64_t)(gm_packed_code(P->kind, tile, c / 2, 2 * i + (c & 1)) - (q6 ? 32 : 0)) *
+                               q[gm_x8_pos(c)];
+            float s[2]; /* the scales of the two halves */
+            if (q6) gm_packed_k_scales(P, panel, t, i, s);
+            else s[0] = s[1] = gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i));
+            acc += xq->e8[t] * ((double)s[0] * (double)dot[0] + (double)s[1] * (double)dot[1]);
+            b += fmax(fabs((double)s[0]), fabs((double)s[1])) * eb[t];
         }
         y[r - r0] = (float)acc;
         bound[r - r0] = (float)b;

@@ -685,8 +685,9 @@ static void test_special_inputs(const gm_packed_ops *ops, const char *name) {
     free(w);
 }
 
-/* The screened product (gm_packed_screen; GM_PK_D16: Q8_0, Q4_0, Q5_0 as 8-bit tiles): y matches the f64
- * reference; every row's bound holds against the exact matvec's value of that row (the path's own
+/* The screened product (gm_packed_screen; GM_PK_D16: Q8_0, Q4_0, Q5_0 as 8-bit tiles; Q6_K as N6C where
+ * the kernels pack it so): y matches the f64 reference; every row's bound holds against the exact matvec's
+ * value of that row (the path's own
  * gm_packed_matvec, which the engine recomputes candidates with); rows outside [r0, r1) are not written.
  * `worst`: every code at its largest magnitude and x just under half a step past a rounding point in
  * every column, so all of x's rounding errors push the product the same way: the bound must hold there
@@ -696,12 +697,20 @@ static void test_screen(const gm_packed_ops *ops, const char *name, pcase pc, si
     size_t rb;
     uint8_t *w = random_weights(pc.t, rows, cols, &rb);
     const gm_dtype_info *di = gm_dtype_get(pc.t);
-    if (worst) /* codes: Q8_0 -128, Q4_0 / Q5_0 0 (q - 8 = -8, q - 16 = -16, the fifth bits cleared) */
-        for (size_t b = 0; b < rows * rb / di->bytes; b++) {
-            uint16_t h = gm_f32_to_f16(0.015625f); /* one scale everywhere: no block's error offsets another's */
-            memcpy(w + b * di->bytes, &h, 2);
-            memset(w + b * di->bytes + 2, pc.t == GM_Q8_0 ? 0x80 : 0, di->bytes - 2);
+    /* worst: codes Q8_0 -128, Q4_0 / Q5_0 / Q6_K 0 (q - 8 = -8, q - 16 = -16, q - 32 = -32: the high bits
+     * cleared); one scale everywhere (Q6_K's 16-column scales all 1): no block's error offsets another's */
+    uint16_t h = gm_f32_to_f16(0.015625f);
+    for (size_t b = 0; worst && b < rows * rb / di->bytes; b++) {
+        uint8_t *blk = w + b * di->bytes;
+        if (pc.t == GM_Q6_K) { /* ql[128], qh[64], i8 scales[16], f16 d */
+            memset(blk, 0, 192);
+            memset(blk + 192, 1, 16);
+            memcpy(blk + 208, &h, 2);
+            continue;
         }
+        memcpy(blk, &h, 2);
+        memset(blk + 2, pc.t == GM_Q8_0 ? 0x80 : 0, di->bytes - 2);
+    }
     gm_packed P = pack_all(pc, w, rb, rows, cols);
     float *x = malloc(cols * sizeof *x);
     for (size_t c = 0; c < cols; c++) {
@@ -828,7 +837,7 @@ int main(void) {
         bool fast_bf16 = ii == 0 || (ii == 2 && gm_cpu_bf16());
         for (size_t ci = 0; ci < N_CASES; ci++) {
             gm_dtype t = cases[ci].t;
-            bool int8 = ops->matmul8 && gm_packed_kind_int8(kind_of(cases[ci]));
+            bool int8 = ops->matmul8 && gm_packed_kind_int8(kind_of(cases[ci])) && runs(ops, cases[ci]);
             if (!(t == GM_BF16 ? fast_bf16 : int8)) continue;
             size_t blk = gm_dtype_get(t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
@@ -836,12 +845,16 @@ int main(void) {
                                true);
         }
         if (ops->screen) {
-            const pcase d16[] = {of_type(GM_Q8_0), of_type(GM_Q4_0), {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"}};
-            for (int ci = 0; ci < 3; ci++)
-                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
-                    test_screen(ops, isas[ii], d16[ci], rows_list[ri], ri & 1 ? 96 : 1152, false);
-                    test_screen(ops, isas[ii], d16[ci], rows_list[ri], ri & 1 ? 96 : 1152, true);
+            const pcase sc[] = {of_type(GM_Q8_0), of_type(GM_Q4_0), {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
+                                {GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"}};
+            for (int ci = 0; ci < 4; ci++) {
+                bool can = gm_packed_ops_handles(ops, sc[ci].k != GM_PK_NONE ? sc[ci].k : GM_PK_D16);
+                for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0] && can; ri++) {
+                    size_t cols = sc[ci].t == GM_Q6_K ? (ri & 1 ? 256 : 1280) : ri & 1 ? 96 : 1152;
+                    test_screen(ops, isas[ii], sc[ci], rows_list[ri], cols, false);
+                    test_screen(ops, isas[ii], sc[ci], rows_list[ri], cols, true);
                 }
+            }
             printf("%s: screened product tested\n", isas[ii]);
         }
         for (size_t ci = 0; ci < N_CASES; ci++) {
