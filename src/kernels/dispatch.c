@@ -203,7 +203,8 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 
 bool gm_packed_can_screen(gm_pack_kind k) {
     const gm_packed_ops *o = packed_ops();
-    return (k == GM_PK_D16 || k == GM_PK_N6C) && o->screen != NULL && gm_packed_ops_handles(o, k);
+    /* Q6_K in the kind these kernels pack it as (AVX2: N6C, AVX-512: N6) */
+    return o->screen != NULL && (k == GM_PK_D16 || k == (o->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6));
 }
 
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound) {

@@ -250,7 +250,8 @@ void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
  * value gm_packed_matvec gives row r| (d[r][b]: the row's scale in block b; Q6_K's the larger of its two
  * 16-column scales there, d sc), with eb from gm_packed_screen_errors: a row whose y + bound falls
  * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind) (GM_PK_D16, and
- * GM_PK_N6C on AVX2): on other kinds and kernels it writes nothing. */
+ * Q6_K in the kind the kernels pack it as: N6C on AVX2, N6 on AVX-512): on other kinds and kernels it writes
+ * nothing. */
 bool gm_packed_can_screen(gm_pack_kind k);
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 /* The same in f64 on the scalar path (the tests' reference; the scalar kernels do not screen). */

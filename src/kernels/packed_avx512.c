@@ -462,19 +462,31 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
     /* lane = byte 2r | byte 2r+1 << 8; (lane | lane << 12) & 0x0f0f0f0f = lo, lo, hi, hi nibbles */
     __m512i v = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
     __m512i w = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(v, 12), _mm512_set1_epi32(0x0f0f0f0f), 0xa8);
-    if (K == GM_PK_N5D) { /* bit 4: plane bits of pair g to bytes 0, 1 of each lane, pair g + 8 to 2, 3 */
+    /* bits 4 (and N6's 5): plane bits of pair g to bytes 0, 1 of each lane, pair g + 8 to 2, 3 */
+    for (int k = 0; k < (K == GM_PK_N6 ? 2 : K == GM_PK_N5D ? 1 : 0); k++) {
         uint32_t pa, pb;
-        memcpy(&pa, t + 256 + 4 * g, 4);
-        memcpy(&pb, t + 256 + 4 * (g + 8), 4);
+        memcpy(&pa, t + 256 + 64 * k + 4 * g, 4);
+        memcpy(&pb, t + 256 + 64 * k + 4 * (g + 8), 4);
         __mmask64 m = _pdep_u64(pa, 0x3333333333333333ull) | _pdep_u64(pb, 0xccccccccccccccccull);
-        w = _mm512_mask_add_epi8(w, m, w, _mm512_set1_epi8(16));
+        w = _mm512_mask_add_epi8(w, m, w, _mm512_set1_epi8((char)(16 << k)));
     }
     return w;
 }
 
+/* Q6_K's scale codes of a tile (i8 sc[2][16], packed.h) as the int16 pairs (sc[0][r], sc[1][r]) of its 16
+ * rows: vpmaddubsw leaves a row's columns (2g, 2g + 1) and (2g + 16, 2g + 17) in separate int16 sums, and
+ * vpdpwssd weighs them with these (N6's int8 product: the screen) */
+GM_AI __m512i q6_scale_pairs(const uint8_t *sc) {
+    __m128i c0 = _mm_load_si128((const __m128i *)sc), c1 = _mm_load_si128((const __m128i *)(sc + 16));
+    __m256i rows = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(c0, c1)), _mm_unpackhi_epi8(c0, c1), 1);
+    return _mm512_cvtepi8_epi16(rows);
+}
+
 /* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
  * `one`, the first term alone (xq->fast: llama.cpp's 8-bit rounding, a third of the dot products); with
- * `bound` (D16, one input, its first term: gm_packed_screen) also sum |d| eb per row there */
+ * `bound` (D16 or N6, one input, its first term: gm_packed_screen) also sum |d| eb per row there (N6: the
+ * larger of the row's two scales d sc). N6 takes vpmaddubsw and vpdpwssd with its scale pairs per step
+ * (q6_scale_pairs), twice the vpdpbusd of the other kinds and half the int16 matvec's vpdpwssd. */
 GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
                      const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K), ldd = xq->ldd;
@@ -488,7 +500,8 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_panel(K, P, panel, b, tb, pf, tb);
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-        __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST];
+        __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST], scp = _mm512_setzero_si512();
+        if (K == GM_PK_N6) scp = q6_scale_pairs(gm_packed_sc(P, panel, b));
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
@@ -500,6 +513,10 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             __m512i w = tile_u8(K, t, g);
 #pragma GCC unroll 12
             for (int j = 0; j < nt; j++) {
+                if (K == GM_PK_N6) { /* the screen's one term */
+                    i1[j] = _mm512_dpwssd_epi32(i1[j], _mm512_maddubs_epi16(w, _mm512_set1_epi32(x[j][g])), scp);
+                    continue;
+                }
                 i1[j] = _mm512_dpbusd_epi32(i1[j], w, _mm512_set1_epi32(x[j][g]));
                 if (one) continue;
                 i2[j] = _mm512_dpbusd_epi32(i2[j], w, _mm512_set1_epi32(x[j][8 + g]));
@@ -524,7 +541,17 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), F));
             }
-            if (K == GM_PK_D16 || K == GM_PK_N5D) {
+            if (K == GM_PK_N6) { /* w = d (sc q - 32 sc): sc is in the dots, the offset through the half sums */
+                __m256i hs = half_sums8((const int8_t *)x[j]);
+                __m512i o32 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scp, _mm512_broadcast_i32x8(hs));
+                F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_slli_epi32(o32, 5)));
+                acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(kd[0], _mm512_set1_ps(e)), acc[j]);
+                if (!bound) continue;
+                __m512i a = _mm512_abs_epi16(scp);
+                __m512i mx = _mm512_max_epi16(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_srli_epi32(a, 16));
+                bacc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_abs_ps(kd[0]), _mm512_cvtepi32_ps(mx)), _mm512_set1_ps(eb[b]),
+                                       bacc);
+            } else if (K == GM_PK_D16 || K == GM_PK_N5D) {
                 __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
                 if (bound) bacc = _mm512_fmadd_ps(_mm512_abs_ps(s), _mm512_set1_ps(eb[b]), bacc);
@@ -578,12 +605,13 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
 
 /* The screened product (packed.h, gm_packed_screen): one input, its first int8 term alone, as fast decode
  * runs it, with the bound beside it: a quarter of the exact matvec's dot products (8 vpdpbusd per tile
- * against 32 vpdpwssd), the same widenings. */
+ * against 32 vpdpwssd; Q6_K's N6 8 vpmaddubsw and 8 vpdpwssd), the same widenings. */
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                              float *bound) {
-    if (r1 <= r0 || P->kind != GM_PK_D16) return;
+    if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6)) return;
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
-        matmul8_k(GM_PK_D16, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
+        if (P->kind == GM_PK_D16) matmul8_k(GM_PK_D16, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
+        else matmul8_k(GM_PK_N6, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
 }
 
 void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,

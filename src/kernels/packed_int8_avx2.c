@@ -48,15 +48,6 @@ GM_AI void q6_scale_pairs(const uint8_t *sc, __m256i w[2]) {
     w[1] = _mm256_permute2x128_si256(a, b, 0x31);
 }
 
-/* The sums of an int8 term's columns 0-15 and 16-31 (|sum| <= 16 x 127) as an int16 pair in every 32-bit
- * lane: the Q6_K codes' offset 32 comes off as 32 (sc0 S0 + sc1 S1), one vpmaddwd with the scale pairs */
-GM_AI __m256i half_sums8(const int8_t *x) {
-    __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)x));
-    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
-    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm256_add_epi16(v, _mm256_permute2x128_si256(v, v, 1));
-}
-
 /* Input t0 against panel p, with `terms` (1: --precision fast, 3: f32 accuracy) of the int8 inputs; with
  * `bound` (D16 or N6C, one term: gm_packed_screen) also sum |d| eb per row there */
 GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, size_t r0, size_t r1,
