@@ -67,13 +67,15 @@ void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
 /* Whether this CPU has AVX512_BF16 (false under GM_NO_BF16): the AVX-512 kernels' bf16 conversions and
  * dot products (--precision fast BF16 matmuls; without it they stay exact) */
 bool gm_cpu_bf16(void);
-/* How far ahead the packed matvecs (decode) prefetch their weight stream, in bytes: to L1 512 by
- * default (GM_PREFETCH), to L2 3072 (GM_PREFETCH_L2), each 0..65536 in steps of 64, 0 to switch it
- * off (docs/BENCHMARKS.md, "Prefetching the decode stream"). Read once. */
+/* How far ahead the packed matvecs (decode) of kind k prefetch their weight stream, in bytes: to L1 512 by
+ * default (GM_PREFETCH), to L2 3072 (GM_PREFETCH_L2), each 0..65536 in steps of 64, 0 to switch it off
+ * (docs/BENCHMARKS.md, "Prefetching the decode stream"). The compact K-quant kinds on AMD CPUs with AVX-512
+ * (Zen 4) take 0 and 8192 instead ("... on Zen 4"); GM_PREFETCH_K / GM_PREFETCH_K_L2 set theirs alone, the
+ * other two both. Read once. */
 typedef struct gm_prefetch {
     size_t l1, l2;
 } gm_prefetch;
-gm_prefetch gm_packed_prefetch(void);
+gm_prefetch gm_packed_prefetch(gm_pack_kind k);
 /* AMX needs the kernel's permission for the tile data state (Linux arch_prctl); false if refused. */
 bool gm_amx_enable(void);
 

@@ -207,7 +207,7 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
 GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
     const int32_t *x1 = (const int32_t *)xq->q, *x2 = (const int32_t *)xq->q2;
-    const gm_prefetch pf = gm_packed_prefetch(); /* as the AVX-512 matvec */
+    const gm_prefetch pf = gm_packed_prefetch(K); /* as the AVX-512 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
         __m256 lo = _mm256_setzero_ps(), hi = lo, kd[4] = {lo, lo, lo, lo};
@@ -225,7 +225,7 @@ GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size
 static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32;
     const __m256i hi16 = _mm256_set1_epi32((int)0xffff0000u);
-    const gm_prefetch pf = {0, gm_packed_prefetch().l2}; /* as the AVX-512 BF16 matvec */
+    const gm_prefetch pf = {0, gm_packed_prefetch(GM_PK_BF16).l2}; /* as the AVX-512 BF16 matvec */
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m256 l0 = _mm256_setzero_ps(), l1 = l0, h0 = l0, h1 = l0;

@@ -242,7 +242,7 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
      * memory; a short lead to L1 helps (docs/BENCHMARKS.md "Prefetching the decode stream": +8-11 %
      * tokens/s at 512 bytes on the 270M and 1B Q8_0; a long one to L1 hurts, 4 KiB: -12-23 %), and a
      * longer one to L2 on top of it helps more (3 KiB: +16-21 %). */
-    const gm_prefetch pf = gm_packed_prefetch();
+    const gm_prefetch pf = gm_packed_prefetch(K);
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, kd[2] = {acc0, acc0};
@@ -274,7 +274,7 @@ GM_AI void bf16_pair(const uint8_t *t, int p, __m512 *even, __m512 *odd) {
 static void matvec_bf16(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     const size_t tiles = P->cols / 32;
     /* to L2 only: the L1 lead of the quantized kinds did not help here (docs/BENCHMARKS.md) */
-    const gm_prefetch pf = {0, gm_packed_prefetch().l2};
+    const gm_prefetch pf = {0, gm_packed_prefetch(GM_PK_BF16).l2};
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *t = P->data + p * P->panel_bytes;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -495,7 +495,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
-    const gm_prefetch pf = nt == 1 ? gm_packed_prefetch() : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
+    const gm_prefetch pf = nt == 1 ? gm_packed_prefetch(K) : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
     __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_panel(K, P, panel, b, tb, pf, tb);

@@ -55,7 +55,7 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
     const int off = K == GM_PK_N5D ? 16 : 0; /* Q5_0's codes are q + 16 */
     const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
-    const gm_prefetch pf = gm_packed_prefetch(); /* as matvec_k */
+    const gm_prefetch pf = gm_packed_prefetch(K); /* as matvec_k */
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, bacc[2] = {acc[0], acc[1]};
     __m256 kd[4] = {acc[0], acc[0], acc[0], acc[0]}; /* the block's scales (N4K), converted once per 8 tiles */

@@ -18,7 +18,7 @@
 
 /* The f32 kernels on the file's layout (matvec_avx2.c, matvec_avx512.c) prefetch each row stream this
  * far ahead: rows are streamed once, so the hardware prefetcher alone leaves the loop waiting on DRAM
- * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch(). */
+ * (measured: 5.8 -> 9.8 GB/s on Q8_0 262144x640). The packed kernels use gm_packed_prefetch(kind). */
 enum { GM_ROW_PREFETCH_BYTES = 4096 };
 
 /* Prefetch the `bytes` at p, one request per cache line, into L1 (T0) or L2 (T1). Prefetches never
