@@ -352,7 +352,7 @@ int main(int argc, char **argv) {
                     snprintf(label, sizeof label, "%sS", isa_short);
                     bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_SCREEN, label);
                 }
-                if (pops->matmul8 && gm_packed_kind_int8(P[1].kind)) { /* --precision fast decode */
+                if (pops->matmul8 && gm_packed_kind_int8(P[1].kind, true)) { /* --precision fast decode */
                     snprintf(label, sizeof label, "%sF", isa_short);
                     bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_FAST, label);
                 }

@@ -144,10 +144,12 @@ bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
     return k != GM_PK_N6C || o == &gm_packed_scalar || o->q6_k_as_n6c;
 }
 
-bool gm_packed_kind_int8(gm_pack_kind k) {
-    /* N6C (AVX2): vpmaddubsw keeps the two 16-column halves apart, each with its scale; AVX-512's vpdpbusd
-     * sums 2 columns of each into one (N6 stays int16) */
-    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N6C;
+bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
+    /* Q6_K: vpmaddubsw keeps the two 16-column halves apart, each with its scale (vpdpbusd would sum 2
+     * columns of each into one); on AVX2 (N6C) that is the cheaper product with any number of terms, on
+     * AVX-512 (N6) only with one */
+    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D ||
+           k == GM_PK_N6C || (fast && k == GM_PK_N6);
 }
 
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {
@@ -224,6 +226,6 @@ void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
     if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);
-    else if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    else if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
     else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

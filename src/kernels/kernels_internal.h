@@ -26,7 +26,7 @@ typedef struct gm_packed_ops {
     void (*split_bf16)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
     void (*matvec)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
     void (*matmul)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
-    /* the same with the int8 terms (xq->has8, a kind of gm_packed_kind_int8); NULL where not faster */
+    /* the same with the int8 terms (xq->has8, a kind of gm_packed_kind_int8(k, xq->fast)); NULL where not faster */
     void (*matmul8)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
     /* gm_quantize_x8, bit for bit as gm_quantize_x8_ref */
     void (*quantize_x8)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);

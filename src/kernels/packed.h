@@ -205,10 +205,12 @@ void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq)
  * terms are untouched), bit for bit the same on every path. */
 void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
- * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6). */
+ * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 unless fast). */
 bool gm_packed_int8_matmul(void);
-/* Whether kind k has an int8-term matmul. */
-bool gm_packed_kind_int8(gm_pack_kind k);
+/* Whether kind k's products take the int8 terms, with all three (fast false) or the first alone (fast, as
+ * xq->fast): GM_PK_N6 only with one, where vpmaddubsw + vpdpwssd per step cost half the int16 terms' vpdpwssd
+ * (with three, 1.5 times). */
+bool gm_packed_kind_int8(gm_pack_kind k, bool fast);
 
 /* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16
  * rows, the extra rows zero; they need room for that), the 32-value sums of x in s, and sets

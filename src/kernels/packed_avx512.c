@@ -513,7 +513,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             __m512i w = tile_u8(K, t, g);
 #pragma GCC unroll 12
             for (int j = 0; j < nt; j++) {
-                if (K == GM_PK_N6) { /* the screen's one term */
+                if (K == GM_PK_N6) { /* one term: the screen, --precision fast */
                     i1[j] = _mm512_dpwssd_epi32(i1[j], _mm512_maddubs_epi16(w, _mm512_set1_epi32(x[j][g])), scp);
                     continue;
                 }
@@ -599,6 +599,10 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N6: /* one term only (gm_packed_kind_int8) */
+        if (xq->fast) matmul8_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy);
+        else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
+        return;
     default: gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy); return; /* int16 terms */
     }
 }

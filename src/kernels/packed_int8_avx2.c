@@ -150,7 +150,7 @@ void gm_packed_matmul8_avx2(const gm_packed *P, size_t r0, size_t r1, const gm_x
     case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6C: matmul8_kind(GM_PK_N6C, P, r0, r1, xq, T, Y, ldy); return;
-    default: return;
+    default: gm_packed_avx2.matmul(P, r0, r1, xq, T, Y, ldy); return; /* N6 (AVX-512's Q6_K): the int16 terms */
     }
 }
 

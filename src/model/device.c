@@ -246,7 +246,7 @@ static void mm_chunk(void *ctx, int c, int slot) {
             return;
         }
         /* one token: the int16 matvec, or (fast) the int8 matmul's single term where the kind has one */
-        if (j->T == 1 && !(tk->xq.fast && tk->xq.has8 && gm_packed_kind_int8(m->packed.kind)))
+        if (j->T == 1 && !(tk->xq.fast && tk->xq.has8 && gm_packed_kind_int8(m->packed.kind, true)))
             gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
         else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
         return;
@@ -333,7 +333,7 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;
         bf16 |= k == GM_PK_BF16;
         if (k != GM_PK_NONE && gm_packed_amx_min_tokens(k) > amx_from) amx_from = gm_packed_amx_min_tokens(k);
-        int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k)); /* matvec, Q6_K */
+        int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k, d->fast)); /* matvec, Q6_K */
     }
     size_t C = (size_t)ms[0]->full_cols;
     bool amx = T > 1 && (quant || bf16) && (size_t)T >= amx_from && gm_packed_amx_matmul();
