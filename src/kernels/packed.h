@@ -62,10 +62,11 @@
  * largest), so vpdpbusd multiplies 16 rows x 4 columns of codes (as u8) by 4 broadcast input bytes:
  * 24 instructions per tile and input where the int16 terms take 32. In a block the terms' bytes are
  * ordered as the codes of one lane, step g = 0..7: columns 2g, 2g + 1, 2g + 16, 2g + 17 (pairs g and
- * g + 8). Kinds D16, SM32, N4SM, N5D; N6 keeps int16 (its scales change at column 16, and vpdpbusd sums
- * two columns of either half). On AVX2, vpmaddubsw leaves columns (2g, 2g + 1) and (2g + 16, 2g + 17) in
- * separate int16 sums, and vpmaddwd weighs them with the two 16-column scales: N6C takes the int8 terms
- * there (--precision fast decode and the screened vocabulary product).
+ * g + 8). Kinds D16, SM32, N4SM, N5D. Q6_K's scales change at column 16 and vpdpbusd sums two columns of
+ * either half: vpmaddubsw leaves columns (2g, 2g + 1) and (2g + 16, 2g + 17) in separate int16 sums, and
+ * vpmaddwd / vpdpwssd weigh them with the two 16-column scales. That is AVX2's int8 product for N6C, and
+ * AVX-512's for N6 with the first term alone (--precision fast, the screened vocabulary product); N6's
+ * exact batched products keep the int16 terms (three int8 terms would cost 1.5 times their vpdpwssd).
  *
  * Batched products on AVX2 without VNNI decode each panel's weights to f32, exactly, and multiply the f32
  * inputs (xq->f32): no rounding of x, and one FMA per weight and input where the int16 terms take two
