@@ -475,11 +475,11 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
 
 /* Q6_K's scale codes of a tile (i8 sc[2][16], packed.h) as the int16 pairs (sc[0][r], sc[1][r]) of its 16
  * rows: vpmaddubsw leaves a row's columns (2g, 2g + 1) and (2g + 16, 2g + 17) in separate int16 sums, and
- * vpdpwssd weighs them with these (N6's int8 product: the screen) */
+ * vpdpwssd weighs them with these (N6's int8 product, one term: the screen, --precision fast) */
 GM_AI __m512i q6_scale_pairs(const uint8_t *sc) {
     __m128i c0 = _mm_load_si128((const __m128i *)sc), c1 = _mm_load_si128((const __m128i *)(sc + 16));
-    __m256i rows = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(c0, c1)), _mm_unpackhi_epi8(c0, c1), 1);
-    return _mm512_cvtepi8_epi16(rows);
+    __m128i lo = _mm_unpacklo_epi8(c0, c1), hi = _mm_unpackhi_epi8(c0, c1); /* rows 0-7, 8-15 */
+    return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
 /* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
@@ -495,7 +495,8 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
 #pragma GCC unroll 12
     for (int j = 0; j < nt; j++) acc[j] = _mm512_setzero_ps();
-    const gm_prefetch pf = nt == 1 ? gm_packed_prefetch(K) : (gm_prefetch){0, 0}; /* one token (fast decode): as matvec_k */
+    /* one token (fast decode, the screen): as matvec_k */
+    const gm_prefetch pf = nt == 1 ? gm_packed_prefetch(K) : (gm_prefetch){0, 0};
     __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_panel(K, P, panel, b, tb, pf, tb);
@@ -549,8 +550,8 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 if (!bound) continue;
                 __m512i a = _mm512_abs_epi16(scp);
                 __m512i mx = _mm512_max_epi16(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_srli_epi32(a, 16));
-                bacc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_abs_ps(kd[0]), _mm512_cvtepi32_ps(mx)), _mm512_set1_ps(eb[b]),
-                                       bacc);
+                __m512 dmax = _mm512_mul_ps(_mm512_abs_ps(kd[0]), _mm512_cvtepi32_ps(mx)); /* |d| max(|sc0|, |sc1|) */
+                bacc = _mm512_fmadd_ps(dmax, _mm512_set1_ps(eb[b]), bacc);
             } else if (K == GM_PK_D16 || K == GM_PK_N5D) {
                 __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);

@@ -79,12 +79,16 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
         tile_dots8(K, t, (const int32_t *)xb, terms, wt, dot);
         const float e = xq->e8[o];
         __m256 F[2], s[2], m[2];
+        __m256i hs[3]; /* N6C: each term's half sums */
+        for (int k = 0; k < terms && K == GM_PK_N6C; k++) hs[k] = half_sums8(xb + 32 * k);
         for (int h = 0; h < 2; h++) {
             __m256i v[3]; /* each term's dot less the codes' offset times its sum */
-            for (int k = 0; k < terms; k++)
-                v[k] = K == GM_PK_N6C ? _mm256_sub_epi32(dot[k][h], _mm256_slli_epi32(_mm256_madd_epi16(wt[h],
-                                                         half_sums8(xb + 32 * k)), 5))
-                                      : _mm256_sub_epi32(dot[k][h], _mm256_set1_epi32(off * S[k]));
+            for (int k = 0; k < terms; k++) {
+                /* the offset: Q5_0 16 S, Q6_K 32 (sc0 S0 + sc1 S1) */
+                __m256i o = K == GM_PK_N6C ? _mm256_slli_epi32(_mm256_madd_epi16(wt[h], hs[k]), 5)
+                                           : _mm256_set1_epi32(off * S[k]);
+                v[k] = _mm256_sub_epi32(dot[k][h], o);
+            }
             F[h] = _mm256_cvtepi32_ps(v[0]);
             if (terms == 3)
                 F[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v[2]), _mm256_set1_ps(1.0f / 64516.0f),
@@ -96,7 +100,8 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
                 if (!bound) continue;
                 __m256i a = _mm256_abs_epi16(wt[h]);
                 __m256i mx = _mm256_max_epi16(_mm256_and_si256(a, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(a, 16));
-                bacc[h] = _mm256_fmadd_ps(_mm256_mul_ps(d6abs[h], _mm256_cvtepi32_ps(mx)), _mm256_set1_ps(eb[b]), bacc[h]);
+                __m256 dmax = _mm256_mul_ps(d6abs[h], _mm256_cvtepi32_ps(mx)); /* |d| max(|sc0|, |sc1|) */
+                bacc[h] = _mm256_fmadd_ps(dmax, _mm256_set1_ps(eb[b]), bacc[h]);
             }
         } else if (K == GM_PK_D16 || K == GM_PK_N5D) {
             const __m128i *sp = (const __m128i *)(t + (K == GM_PK_D16 ? 512 : 320));
