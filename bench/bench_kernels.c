@@ -347,12 +347,11 @@ int main(int argc, char **argv) {
                 const char *isa_short = ii == 1 ? "avx2" : ii == 2 ? "avx512" : "amx";
                 char label[16];
                 /* the screened product of greedy decoding, its inputs included (gm_packed_can_screen's kinds) */
-                gm_pack_kind q6 = pops->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6;
-                if (pops->screen && (P[1].kind == GM_PK_D16 || P[1].kind == q6)) {
+                if (pops->screen && (P[1].kind == GM_PK_D16 || P[1].kind == gm_packed_ops_q6_kind(pops))) {
                     snprintf(label, sizeof label, "%sS", isa_short);
                     bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_SCREEN, label);
                 }
-                if (pops->matmul8 && gm_packed_kind_int8(P[1].kind, true)) { /* --precision fast decode */
+                if (gm_packed_ops_int8(pops, P[1].kind, true)) { /* --precision fast decode */
                     snprintf(label, sizeof label, "%sF", isa_short);
                     bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_FAST, label);
                 }

@@ -152,6 +152,10 @@ bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
            k == GM_PK_N6C || (fast && k == GM_PK_N6);
 }
 
+bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
+    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o));
+}
+
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {
     pthread_once(&g_once, init_once);
     return gm_pack_kind_compact(k) ? g_prefetch_k : g_prefetch;
@@ -216,7 +220,7 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 bool gm_packed_can_screen(gm_pack_kind k) {
     const gm_packed_ops *o = packed_ops();
     /* Q6_K in the kind these kernels pack it as (AVX2: N6C, AVX-512: N6) */
-    return o->screen != NULL && (k == GM_PK_D16 || k == (o->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6));
+    return o->screen != NULL && (k == GM_PK_D16 || k == gm_packed_ops_q6_kind(o));
 }
 
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound) {
@@ -226,6 +230,6 @@ void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
     if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);
-    else if (xq->has8 && o->matmul8 && gm_packed_kind_int8(P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    else if (xq->has8 && gm_packed_ops_int8(o, P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
     else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

@@ -46,6 +46,13 @@ typedef struct gm_packed_ops {
 /* Whether these kernels take packed matrices of kind k: every kind but GM_PK_N6C, which only the AVX2
  * kernels (that pack Q6_K so) and the reference read. */
 bool gm_packed_ops_handles(const gm_packed_ops *ops, gm_pack_kind k);
+/* The kind these kernels pack Q6_K as (q6_k_as_n6c): the one their Q6_K int8 products and screen take. */
+static inline gm_pack_kind gm_packed_ops_q6_kind(const gm_packed_ops *o) {
+    return o->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6;
+}
+/* Whether these kernels' matmul8 takes kind k with xq->fast = fast: gm_packed_kind_int8, Q6_K only in the kind
+ * they pack it as (AVX2's int8 product has no N6, AVX-512's no N6C). */
+bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast);
 
 extern const gm_packed_ops gm_packed_scalar;
 extern const gm_packed_ops gm_packed_avx2;

@@ -27,7 +27,7 @@ static gm_pack_kind native_kind(gm_dtype type) {
 
 gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_d16) return GM_PK_D16;
-    if (type == GM_Q6_K && gm_packed_ops_chosen()->q6_k_as_n6c) return GM_PK_N6C;
+    if (type == GM_Q6_K) return gm_packed_ops_q6_kind(gm_packed_ops_chosen());
     return native_kind(type);
 }
 

@@ -837,10 +837,8 @@ int main(void) {
         bool fast_bf16 = ii == 0 || (ii == 2 && gm_cpu_bf16());
         for (size_t ci = 0; ci < N_CASES; ci++) {
             gm_dtype t = cases[ci].t;
-            gm_pack_kind k = kind_of(cases[ci]);
             /* Q6_K's int8 product on the kind these kernels pack it as (AVX2: N6C, AVX-512: N6) */
-            bool q6_other = gm_pack_kind_q6(k) && k != (ops->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6);
-            bool int8 = ops->matmul8 && gm_packed_kind_int8(k, true) && runs(ops, cases[ci]) && !q6_other;
+            bool int8 = gm_packed_ops_int8(ops, kind_of(cases[ci]), true) && runs(ops, cases[ci]);
             if (!(t == GM_BF16 ? fast_bf16 : int8)) continue;
             size_t blk = gm_dtype_get(t)->block;
             for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++)
@@ -849,8 +847,7 @@ int main(void) {
         }
         if (ops->screen) {
             const pcase sc[] = {of_type(GM_Q8_0), of_type(GM_Q4_0), {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
-                                ops->q6_k_as_n6c ? (pcase){GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"}
-                                                 : (pcase){GM_Q6_K, GM_PK_N6, "Q6_K as N6"}};
+                                {GM_Q6_K, gm_packed_ops_q6_kind(ops), ops->q6_k_as_n6c ? "Q6_K as N6C" : "Q6_K as N6"}};
             for (int ci = 0; ci < 4; ci++) {
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
                     size_t cols = sc[ci].t == GM_Q6_K ? (ri & 1 ? 256 : 1280) : ri & 1 ? 96 : 1152;
