@@ -157,7 +157,7 @@ static void bench_int8(const gm_packed_ops *pops, const char *pname, const shape
                        const float *x, const size_t *rb, float *y, double min_time, run_mode mode, const char *label) {
     gm_xq xq = {0};
     const size_t xc = shapes[1].cols > shapes[0].cols ? shapes[1].cols : shapes[0].cols;
-    xq.b8 = aligned_alloc(64, 3 * xc), xq.e8 = malloc(xc / 32 * 4), xq.s8 = malloc(3 * xc / 32 * 4);
+    xq.b8 = aligned_alloc(64, 3 * xc), xq.e8 = malloc(xc / 32 * 4), xq.s8 = malloc(GM_X8_SUMS * xc / 32 * 4);
     float *eb = malloc(xc / 32 * sizeof *eb), *bound = malloc(262144 * sizeof *bound);
     printf("%-6s %-7s", pname, label);
     for (int si = 0; si < 2; si++) {

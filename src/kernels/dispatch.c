@@ -141,7 +141,7 @@ bool gm_packed_matvec_xb(void) {
 }
 
 bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
-    return k != GM_PK_N6C || o == &gm_packed_scalar || o->q6_k_as_n6c;
+    return !gm_pack_kind_q6(k) || o == &gm_packed_scalar || k == gm_packed_ops_q6_kind(o);
 }
 
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {

@@ -37,14 +37,14 @@ typedef struct gm_packed_ops {
     bool matvec_xb;
     /* Q5_0 packs as 8-bit GM_PK_D16 tiles rather than GM_PK_N5D (gm_pack_kind_of) */
     bool q5_0_as_d16;
-    /* Q6_K packs as GM_PK_N6C (its high bits in 2-bit pairs) rather than GM_PK_N6 (bit planes) */
+    /* Q6_K packs as GM_PK_N6C (4-bit codes and 2-bit pairs) rather than GM_PK_N6 (row form) */
     bool q6_k_as_n6c;
     /* gm_packed_screen for GM_PK_D16 (NULL: these kernels do not screen) */
     void (*screen)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 } gm_packed_ops;
 
-/* Whether these kernels take packed matrices of kind k: every kind but GM_PK_N6C, which only the AVX2
- * kernels (that pack Q6_K so) and the reference read. */
+/* Whether these kernels take packed matrices of kind k: every kind but the Q6_K kind they do not pack Q6_K
+ * as (AVX2 reads N6C, AVX-512 N6; the reference both). */
 bool gm_packed_ops_handles(const gm_packed_ops *ops, gm_pack_kind k);
 /* The kind these kernels pack Q6_K as (q6_k_as_n6c): the one their Q6_K int8 products and screen take. */
 static inline gm_pack_kind gm_packed_ops_q6_kind(const gm_packed_ops *o) {
@@ -137,7 +137,12 @@ void gm_packed_matmul_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
 /* The int8-term product: exact integer dots per tile, scaled and summed in f64. */
 void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy);
 void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* One block's int8 terms into q, its scale into *e, its sums into sum[GM_X8_SUMS] (gm_xq.s8). */
 void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *sum);
+/* Half sums a (columns 0-15) and b (16-31) of a term, |each| <= 16 x 127, as gm_xq.s8 keeps them: two int16. */
+static inline int32_t gm_x8_half_pair(int a, int b) {
+    return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);
+}
 /* Position of column c (< 32) of a block in the int8 terms' lane order. */
 static inline int gm_x8_pos(int c) { return c < 16 ? 4 * (c / 2) + (c & 1) : 4 * ((c - 16) / 2) + 2 + (c & 1); }
 

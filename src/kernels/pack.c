@@ -52,10 +52,13 @@ static bool nibble_kind(gm_pack_kind k) {
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
+    if (k == GM_PK_N6) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
+        int g = p & 7, at = 4 * (i >> 1) + 2 * (p >> 3) + (i & 1);
+        return (t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15) | (t[256 + 64 * (g >> 2) + at] >> 2 * (g & 3) & 3) << 4;
+    }
     int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
     if (k == GM_PK_N6C) return c | ((t[256 + 32 * (p & 3) + i] >> (2 * (p >> 2))) & 3) << 4;
     if (k != GM_PK_N4SM && k != GM_PK_N4K) c |= (int)((gm_kernels_le32(t + 256 + 4 * p) >> i) & 1) << 4;
-    if (k == GM_PK_N6) c |= (int)((gm_kernels_le32(t + 320 + 4 * p) >> i) & 1) << 5;
     return c;
 }
 
@@ -317,14 +320,6 @@ static __m128i nibble_pairs(const uint8_t *q, int shift) {
     return _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), lo4), _mm_and_si128(b, hi4));
 }
 
-/* Bit `bit` of each of the 32 bytes q[0..31], as a 32-bit mask (bit l = byte l's). */
-static uint32_t bit_mask32(const uint8_t *q, int bit) {
-    __m128i a = _mm_loadu_si128((const __m128i *)q), b = _mm_loadu_si128((const __m128i *)(q + 16));
-    /* a 16-bit shift moves each byte's bit `bit` to its bit 7 (the low byte's spill lands below it) */
-    a = _mm_slli_epi16(a, 7 - bit), b = _mm_slli_epi16(b, 7 - bit);
-    return (uint32_t)_mm_movemask_epi8(a) | (uint32_t)_mm_movemask_epi8(b) << 16;
-}
-
 /* Plane words from the rows' column masks: word p takes bits 2p, 2p + 1 of row r's mask at bits
  * 2r, 2r + 1, i.e. a transpose of 16 x 16 two-bit cells, done in place by swapping blocks of 8, 4, 2
  * and 1 cells (row r of w in, plane word p out). */
@@ -393,6 +388,40 @@ static uint64_t crumbs_of_row(const uint8_t *q, int kk2) {
     return (uint64_t)_mm_cvtsi128_si64(e);
 }
 
+/* Words 0, 2, 4, 6 of v in its low half, 1, 3, 5, 7 in its high half (SSE2: no byte shuffle here). */
+static __m128i words_even_odd(__m128i v) {
+    v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, _MM_SHUFFLE(3, 1, 2, 0)), _MM_SHUFFLE(3, 1, 2, 0));
+    return _mm_shuffle_epi32(v, _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/* Dword 0 of the result: byte k = byte k of dword 0 | byte k of dword 1 << 2 | ... << 4 | ... << 6. */
+static uint32_t fold_crumbs(__m128i u) {
+    u = _mm_or_si128(u, _mm_slli_epi32(_mm_srli_si128(u, 4), 2));
+    u = _mm_or_si128(u, _mm_slli_epi32(_mm_srli_si128(u, 8), 4));
+    return (uint32_t)_mm_cvtsi128_si32(u);
+}
+
+/* Row r of a Q6_K tile in N6's row form (packed.h), written into tile t: its columns' low 4 bits from 32 ql
+ * bytes (nibbles at shift ns), bits 4-5 from 32 qh bytes (at shift hs). Columns c and c + 16 are halves
+ * 0 and 1 of a word pair: slot 2h + j of step g is column 16h + 2g + j. */
+static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const uint8_t *qh, int hs) {
+    const __m128i n4 = _mm_set1_epi8(15), three = _mm_set1_epi8(3);
+    const __m128i vns = _mm_cvtsi32_si128(ns), vhs = _mm_cvtsi32_si128(hs);
+    __m128i e = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)ql), vns), n4);
+    __m128i f = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(ql + 16)), vns), n4);
+    __m128i he = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)qh), vhs), three);
+    __m128i hf = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(qh + 16)), vhs), three);
+    /* step g's slots are word g of each half: even steps to the low nibbles, odd to the high */
+    e = words_even_odd(e), f = words_even_odd(f);
+    __m128i nib = _mm_or_si128(_mm_unpacklo_epi16(e, f), _mm_slli_epi16(_mm_unpackhi_epi16(e, f), 4));
+    _Alignas(16) uint8_t n[16];
+    _mm_store_si128((__m128i *)n, nib);
+    for (int m = 0; m < 4; m++) memcpy(t + 64 * m + 4 * r, n + 4 * m, 4);
+    uint32_t c0 = fold_crumbs(_mm_unpacklo_epi16(he, hf)), c1 = fold_crumbs(_mm_unpackhi_epi16(he, hf));
+    memcpy(t + 256 + 4 * r, &c0, 4);
+    memcpy(t + 320 + 4 * r, &c1, 4);
+}
+
 /* Q4_K -> N4K and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
  * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
  * generic path assembles bit planes one bit at a time). */
@@ -403,16 +432,16 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         uint8_t *tiles = panel + bi * 8 * tile_bytes;
         uint8_t *sc = (uint8_t *)gm_packed_sc(P, panel, 8 * bi), *sb = (uint8_t *)gm_packed_sb(P, panel, 8 * bi);
         __m128i in[8][16];
-        /* Q6_K's high bits, as planes (N6) or crumbs (N6C): only the kind's own array is read, its rows past
-         * the end zero */
-        uint32_t plane4[8][16], plane5[8][16];
+        /* Q6_K's high bits as crumbs (N6C; its rows past the end zero), or N6's rows written in place */
         uint64_t crumbs[8][16];
-        const bool n6c = P->kind == GM_PK_N6C;
+        const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6;
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
                 for (int k = 0; k < 8; k++) {
                     in[k][r] = _mm_setzero_si128();
-                    plane4[k][r] = plane5[k][r] = 0, crumbs[k][r] = 0;
+                    crumbs[k][r] = 0;
+                    if (n6)
+                        for (int m = 0; m < 6; m++) memset(tiles + (size_t)k * tile_bytes + 64 * m + 4 * r, 0, 4);
                 }
                 put_k_scales(from, NULL, sc, sb, r);
                 continue;
@@ -425,16 +454,17 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
                 const uint8_t *ql = b, *qh = b + 128;
                 for (int k = 0; k < 8; k++) {
                     int h = k / 4, kk = k % 4;
-                    in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
-                    if (n6c) crumbs[k][r] = crumbs_of_row(qh + 32 * h, 2 * kk);
-                    else {
-                        plane4[k][r] = bit_mask32(qh + 32 * h, 2 * kk);
-                        plane5[k][r] = bit_mask32(qh + 32 * h, 2 * kk + 1);
+                    if (n6) {
+                        put_n6_row(tiles + (size_t)k * tile_bytes, r, ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4,
+                                   qh + 32 * h, 2 * kk);
+                        continue;
                     }
+                    in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
+                    crumbs[k][r] = crumbs_of_row(qh + 32 * h, 2 * kk);
                 }
             }
         }
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 8 && !n6; k++) {
             uint8_t *t = tiles + (size_t)k * tile_bytes;
             put_nibbles(t, in[k]);
             if (n6c)
@@ -443,12 +473,6 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
                         t[256 + 32 * q + 2 * r] = (uint8_t)(crumbs[k][r] >> 16 * q);
                         t[256 + 32 * q + 2 * r + 1] = (uint8_t)(crumbs[k][r] >> (16 * q + 8));
                     }
-            else if (from == GM_Q6_K) {
-                transpose_cells2(plane4[k]);
-                transpose_cells2(plane5[k]);
-                put_plane(t + 256, plane4[k]);
-                put_plane(t + 320, plane5[k]);
-            }
         }
     }
     memset(panel + P->sb_at + P->cols / 256 * P->sb_bytes, 0, P->panel_bytes - P->sb_at - P->cols / 256 * P->sb_bytes);
@@ -462,6 +486,17 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
                 t[32 * p + 2 * r] = (uint8_t)codes[r][2 * p];
                 t[32 * p + 2 * r + 1] = (uint8_t)codes[r][2 * p + 1];
             }
+        return;
+    }
+    if (k == GM_PK_N6) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
+        memset(t, 0, 384);
+        for (int g = 0; g < 8; g++)
+            for (int r = 0; r < 16; r++)
+                for (int s = 0; s < 4; s++) {
+                    int c = codes[r][2 * g + (s & 1) + 16 * (s >> 1)];
+                    t[64 * (g >> 1) + 4 * r + s] |= (uint8_t)((c & 15) << 4 * (g & 1));
+                    t[256 + 64 * (g >> 2) + 4 * r + s] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
+                }
         return;
     }
     for (int g = 0; g < 8; g++)
@@ -478,13 +513,13 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
             }
         return;
     }
-    for (int bit = 4; bit <= (k == GM_PK_N6 ? 5 : k == GM_PK_N5D ? 4 : 3); bit++)
-        for (int p = 0; p < 16; p++) {
-            uint32_t w = 0;
-            for (int i = 0; i < 32; i++) w |= (uint32_t)((codes[i / 2][2 * p + (i & 1)] >> bit) & 1) << i;
-            uint8_t *o = t + (bit == 4 ? 256 : 320) + 4 * p;
-            o[0] = (uint8_t)w, o[1] = (uint8_t)(w >> 8), o[2] = (uint8_t)(w >> 16), o[3] = (uint8_t)(w >> 24);
-        }
+    if (k != GM_PK_N5D) return;
+    for (int p = 0; p < 16; p++) { /* bit 4's plane */
+        uint32_t w = 0;
+        for (int i = 0; i < 32; i++) w |= (uint32_t)((codes[i / 2][2 * p + (i & 1)] >> 4) & 1) << i;
+        uint8_t *o = t + 256 + 4 * p;
+        o[0] = (uint8_t)w, o[1] = (uint8_t)(w >> 8), o[2] = (uint8_t)(w >> 16), o[3] = (uint8_t)(w >> 24);
+    }
 }
 
 static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1, bool fast) {

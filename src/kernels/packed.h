@@ -7,9 +7,12 @@
  *   8-bit  int8 [16 pairs][32 lanes]                       (GM_PK_D16, GM_PK_SM32)
  *   4-bit  u8 [8 groups][32 lanes]: low nibble = pair g, high nibble = pair g + 8
  *   5-bit  the 4-bit bytes, then u32 [16 pairs]: bit i = bit 4 of lane i's code
- *   6-bit  the 5-bit bytes, then u32 [16 pairs]: bit i = bit 5 of lane i's code
- *   6-bit  the 4-bit bytes, then u8 [4][32 lanes] of 2-bit high parts: byte 32k + i holds bits 4-5 of
- *   (N6C)  lane i's codes of pairs k, k + 4, k + 8, k + 12 in its bits 0-1, 2-3, 4-5, 6-7
+ *   6-bit  (N6C) the 4-bit bytes, then u8 [4][32 lanes] of 2-bit high parts: byte 32k + i holds bits 4-5
+ *          of lane i's codes of pairs k, k + 4, k + 8, k + 12 in its bits 0-1, 2-3, 4-5, 6-7
+ *   6-bit  (N6, "row form": each row's codes of a step g = 0..7 in one 32-bit lane, slots k = 0..3 =
+ *          columns 2g, 2g + 1, 2g + 16, 2g + 17) u8 [4 step pairs m][16 rows][4 slots]: low nibble =
+ *          bits 0-3 of step 2m's code, high nibble = step 2m + 1's; then u8 [2 step quads q][16 rows]
+ *          [4 slots]: bits 2s, 2s + 1 = bits 4-5 of step 4q + s's code
  *
  * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
  *
@@ -41,9 +44,11 @@
  * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
  * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
  *
- * Q6_K packs as GM_PK_N6C where the chosen kernels say so (AVX2: one shift, AND and OR per 32 codes for
- * their high parts, where a bit plane takes a shuffle and a compare each; AVX-512 reads bit planes as
- * masks). Only the AVX2 kernels and the reference handle N6C (gm_packed_ops_handles).
+ * Q6_K packs as GM_PK_N6C for the AVX2 kernels (one shift, AND and OR per 32 codes for their high
+ * parts) and as GM_PK_N6 for AVX-512, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
+ * the order vpmaddubsw and vpdpwssd want them: a shift, an AND and a vpternlogd per step, no widening
+ * (docs/BENCHMARKS.md "Q6_K in row form on AVX-512"). Each kind is read by its kernels and the reference
+ * alone (gm_packed_ops_handles).
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
@@ -80,10 +85,10 @@
 
 #include "io/dtype.h"
 
-enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32 };
+enum { GM_PANEL_ROWS = 16, GM_XQ_BLOCK = 32, GM_X8_SUMS = 6 /* gm_xq.s8 per block */ };
 /* Bumped whenever the packed layout of any kind changes: weight caches (model/weight_cache.h) written
  * by another layout are ignored. */
-enum { GM_PACK_LAYOUT_VERSION = 2 };
+enum { GM_PACK_LAYOUT_VERSION = 3 };
 
 typedef enum gm_pack_kind {
     GM_PK_NONE = 0,
@@ -128,7 +133,7 @@ static inline size_t gm_packed_size(const gm_packed *P) {
 }
 /* Whether kind k keeps the compact K-quant scales (packed.h's header), and where tile b's are in a panel. */
 static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6 || k == GM_PK_N6C; }
-/* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), its high bits in planes or in pairs */
+/* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), in row form or with crumb pairs */
 static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C; }
 static inline const uint8_t *gm_packed_sc(const gm_packed *P, const uint8_t *panel, size_t b) {
     return panel + P->sc_at + 32 * b;
@@ -180,9 +185,11 @@ typedef struct gm_xq {
     bool split;        /* hi / mid / lo hold this batch (the AMX matmul uses them, else x) */
     int8_t *b8;        /* [T][ld8] per block 96 bytes: terms b1, b2, b3, 32 bytes each in lane order */
     float *e8;         /* [T][ldd] per block: max |x| / 127 (0 for an all-zero block, NaN for a bad one) */
-    int32_t *s8;       /* [T][3 ldd] per block: the sum of each term's 32 values */
+    int32_t *s8;       /* [T][GM_X8_SUMS ldd] per block: the sum of each term's 32 values, then each term's
+                        * half sums (columns 0-15 in the low int16, 16-31 in the high: Q6_K's offset 32
+                        * takes them per 16-column scale) */
     size_t ld8;        /* row stride of b8 in bytes (a view of columns [c0, ..) offsets b8 by 3 c0, e8 by
-                        * c0 / 32, s8 by 3 c0 / 32) */
+                        * c0 / 32, s8 by GM_X8_SUMS c0 / 32) */
     bool has8;         /* b8 / e8 / s8 hold this batch (gm_quantize_x8) */
     bool f32;          /* the batched products (T > 1) of every kind read x: decoded weights times the f32
                         * inputs (gm_packed_f32_matmul) */

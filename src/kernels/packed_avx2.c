@@ -168,7 +168,7 @@ GM_AI void tile_apply(gm_pack_kind K, int pre, const uint8_t *t, const uint8_t *
         *hi = _mm256_fmadd_ps(two_terms(d1[1], o1, d2[1], o2), _mm256_mul_ps(sh, dv), *hi);
         return;
     }
-    case GM_PK_N6: case GM_PK_N6C: { /* s[h][0]: rows 8h .. 8h + 7, columns 0-15; s[h][1]: columns 16-31 */
+    case GM_PK_N6C: { /* s[h][0]: rows 8h .. 8h + 7, columns 0-15; s[h][1]: columns 16-31 */
         __m256 s[2][2];
         k_tile8(K, sc, kd, 0, &s[0][0], &s[0][1]);
         k_tile8(K, sc, kd, 1, &s[1][0], &s[1][1]);
@@ -251,7 +251,7 @@ static void packed_matvec_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_BF16: matvec_bf16(P, r0, r1, xq, y); return;
 #define KIND(k) \
     case k: if (xq->has_xb) matvec_k(k, 1, P, r0, r1, xq, y); else matvec_k(k, 0, P, r0, r1, xq, y); return;
-    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N4K) KIND(GM_PK_N5D) KIND(GM_PK_N6) KIND(GM_PK_N6C)
+    KIND(GM_PK_D16) KIND(GM_PK_SM32) KIND(GM_PK_N4SM) KIND(GM_PK_N4K) KIND(GM_PK_N5D) KIND(GM_PK_N6C)
 #undef KIND
     default: return;
     }

@@ -26,13 +26,9 @@ GM_AI void tile_bytes(gm_pack_kind K, const uint8_t *t, int g, __m256i *a, __m25
         *b = _mm256_or_si256(y, _mm256_and_si256(cy, m));
         return;
     }
-    if (K == GM_PK_N5D || K == GM_PK_N6) {
+    if (K == GM_PK_N5D) {
         x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * g), _mm256_set1_epi8(16)));
         y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 256 + 4 * (g + 8)), _mm256_set1_epi8(16)));
-    }
-    if (K == GM_PK_N6) {
-        x = _mm256_or_si256(x, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * g), _mm256_set1_epi8(32)));
-        y = _mm256_or_si256(y, _mm256_and_si256(bits_to_bytes(t + 320 + 4 * (g + 8)), _mm256_set1_epi8(32)));
     }
     *a = x;
     *b = y;
@@ -47,7 +43,7 @@ GM_AI void rows_mixed(__m256 a, __m256 b, __m256 *lo, __m256 *hi) {
 
 /* The f32 scales of rows 0-7 (h = 0) or 8-15 (h = 1) of a compact K-quant tile (packed.h), from its scale
  * codes sc and its block's f16 row scales (k_block8: d[h] = d, d[2 + h] = -dmin): GM_PK_N4K s = d sc,
- * m = -dmin mn; GM_PK_N6 / N6C the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales
+ * m = -dmin mn; GM_PK_N6C the scales of columns 0-15 in *s, of 16-31 in *m. The products gm_packed_k_scales
  * forms, bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
 GM_AI void k_block8(gm_pack_kind K, const uint8_t *sb, __m256 d[4]) {
     d[0] = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)sb));

@@ -65,7 +65,11 @@ GM_AI __m256i x8_store_order(__m512 a, __m512 b) { /* 32 values as int8, pairs (
     return _mm256_permutexvar_epi16(idx, v);
 }
 
-GM_AI int32_t sum_terms(__m512 a, __m512 b) { return _mm512_reduce_add_epi32(_mm512_cvtps_epi32(_mm512_add_ps(a, b))); }
+/* A term's sum and half sums (gm_xq.s8) from its columns 0-15 (a) and 16-31 (b), whole numbers in f32 */
+GM_AI void sum_terms(__m512 a, __m512 b, int32_t *sum, int32_t *half) {
+    int32_t sa = _mm512_reduce_add_epi32(_mm512_cvtps_epi32(a)), sb = _mm512_reduce_add_epi32(_mm512_cvtps_epi32(b));
+    *sum = sa + sb, *half = gm_x8_half_pair(sa, sb);
+}
 
 static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     const size_t nb = cols / GM_XQ_BLOCK;
@@ -82,7 +86,7 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
             float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
             __mmask16 nan = _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
             if (nan || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
-                gm_x8_block_ref(v, amax, q, &xq->e8[k], &xq->s8[3 * k]);
+                gm_x8_block_ref(v, amax, q, &xq->e8[k], &xq->s8[GM_X8_SUMS * k]);
                 continue;
             }
             float d = amax / 127.0f, inv = 127.0f / amax, d2 = d / 254.0f;
@@ -101,7 +105,8 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
             _mm256_storeu_si256((__m256i *)(q + 32), x8_store_order(a2, b2));
             _mm256_storeu_si256((__m256i *)(q + 64), x8_store_order(a3, b3));
             xq->e8[k] = d;
-            xq->s8[3 * k] = sum_terms(a1, b1), xq->s8[3 * k + 1] = sum_terms(a2, b2), xq->s8[3 * k + 2] = sum_terms(a3, b3);
+            int32_t *S = xq->s8 + GM_X8_SUMS * k;
+            sum_terms(a1, b1, &S[0], &S[3]), sum_terms(a2, b2, &S[1], &S[4]), sum_terms(a3, b3, &S[2], &S[5]);
         }
     xq->has8 = true;
 }
@@ -452,6 +457,7 @@ enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumu
 
 /* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
 GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
+    if (K == GM_PK_N6) return n6_step_u8(t, g);
     if (K == GM_PK_D16 || K == GM_PK_SM32) { /* pairs g and g + 8 side by side; D16's int8 + 128 */
         __m512i a = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
         __m512i b = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g + 256))), 16);
@@ -462,13 +468,12 @@ GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
     /* lane = byte 2r | byte 2r+1 << 8; (lane | lane << 12) & 0x0f0f0f0f = lo, lo, hi, hi nibbles */
     __m512i v = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
     __m512i w = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(v, 12), _mm512_set1_epi32(0x0f0f0f0f), 0xa8);
-    /* bits 4 (and N6's 5): plane bits of pair g to bytes 0, 1 of each lane, pair g + 8 to 2, 3 */
-    for (int k = 0; k < (K == GM_PK_N6 ? 2 : K == GM_PK_N5D ? 1 : 0); k++) {
+    if (K == GM_PK_N5D) { /* bit 4: plane bits of pair g to bytes 0, 1 of each lane, pair g + 8 to 2, 3 */
         uint32_t pa, pb;
-        memcpy(&pa, t + 256 + 64 * k + 4 * g, 4);
-        memcpy(&pb, t + 256 + 64 * k + 4 * (g + 8), 4);
+        memcpy(&pa, t + 256 + 4 * g, 4);
+        memcpy(&pb, t + 256 + 4 * (g + 8), 4);
         __mmask64 m = _pdep_u64(pa, 0x3333333333333333ull) | _pdep_u64(pb, 0xccccccccccccccccull);
-        w = _mm512_mask_add_epi8(w, m, w, _mm512_set1_epi8((char)(16 << k)));
+        w = _mm512_mask_add_epi8(w, m, w, _mm512_set1_epi8(16));
     }
     return w;
 }
@@ -533,7 +538,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
 #pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
             size_t o = (t0 + (size_t)j) * ldd + b;
-            const int32_t *S = xq->s8 + 3 * o;
+            const int32_t *S = xq->s8 + GM_X8_SUMS * o;
             float e = xq->e8[o];
             __m512 F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0])));
             if (!one) {
@@ -543,8 +548,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), F));
             }
             if (K == GM_PK_N6) { /* w = d (sc q - 32 sc): sc is in the dots, the offset through the half sums */
-                __m256i hs = half_sums8((const int8_t *)x[j]);
-                __m512i o32 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scp, _mm512_broadcast_i32x8(hs));
+                __m512i o32 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scp, _mm512_set1_epi32(S[3]));
                 F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_slli_epi32(o32, 5)));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(kd[0], _mm512_set1_ps(e)), acc[j]);
                 if (!bound) continue;

@@ -71,7 +71,7 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
             }
         }
         const size_t o = t0 * xq->ldd + b;
-        const int32_t *S = xq->s8 + 3 * o;
+        const int32_t *S = xq->s8 + GM_X8_SUMS * o;
         const int8_t *xb = xq->b8 + t0 * xq->ld8 + 96 * b;
         __m256i dot[3][2], wt[2] = {ones, ones};
         if (K == GM_PK_N6C) q6_scale_pairs(gm_packed_sc(P, panel, b), wt);
@@ -79,13 +79,11 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
         tile_dots8(K, t, (const int32_t *)xb, terms, wt, dot);
         const float e = xq->e8[o];
         __m256 F[2], s[2], m[2];
-        __m256i hs[3]; /* N6C: each term's half sums */
-        for (int k = 0; k < terms && K == GM_PK_N6C; k++) hs[k] = half_sums8(xb + 32 * k);
         for (int h = 0; h < 2; h++) {
             __m256i v[3]; /* each term's dot less the codes' offset times its sum */
             for (int k = 0; k < terms; k++) {
                 /* the offset: Q5_0 16 S, Q6_K 32 (sc0 S0 + sc1 S1) */
-                __m256i o = K == GM_PK_N6C ? _mm256_slli_epi32(_mm256_madd_epi16(wt[h], hs[k]), 5)
+                __m256i o = K == GM_PK_N6C ? _mm256_slli_epi32(_mm256_madd_epi16(wt[h], _mm256_set1_epi32(S[3 + k])), 5)
                                            : _mm256_set1_epi32(off * S[k]);
                 v[k] = _mm256_sub_epi32(dot[k][h], o);
             }

@@ -60,7 +60,7 @@ GM_AI void decode_tile(gm_pack_kind K, const gm_packed *P, const uint8_t *panel,
         if (K == GM_PK_N5D) off = _mm256_set1_epi8(16);
         break;
     }
-    case GM_PK_N6: case GM_PK_N6C: { /* a scale per 16 columns: pairs 0-7, then pairs 8-15 */
+    case GM_PK_N6C: { /* a scale per 16 columns: pairs 0-7, then pairs 8-15 */
         __m256 s[2], s2[2];
         k_scales16(K, P, panel, b, s, s2);
         sa_l = s[0], sa_h = s[1], sb_l = s2[0], sb_h = s2[1];
@@ -154,7 +154,6 @@ void gm_packed_matmul_f32_avx2(const gm_packed *P, size_t r0, size_t r1, const g
     case GM_PK_N4SM: matmul_k(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N4K: matmul_k(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N5D: matmul_k(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy, w); break;
-    case GM_PK_N6: matmul_k(GM_PK_N6, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_N6C: matmul_k(GM_PK_N6C, P, r0, r1, xq, T, Y, ldy, w); break;
     case GM_PK_BF16: matmul_k(GM_PK_BF16, P, r0, r1, xq, T, Y, ldy, w); break;
     default: break;

@@ -130,7 +130,7 @@ void gm_packed_matvec_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
 void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *sum) {
     int bad = !(amax <= 3.4028235e38f);
     for (int i = 0; i < 32; i++) bad |= v[i] != v[i];
-    sum[0] = sum[1] = sum[2] = 0;
+    for (int k = 0; k < GM_X8_SUMS; k++) sum[k] = 0;
     if (bad || amax < 1e-30f) {
         memset(q, 0, 96);
         *e = bad ? __builtin_nanf("") : 0.0f;
@@ -138,6 +138,7 @@ void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *s
     }
     float d = amax / 127.0f, inv = 127.0f / amax, d2 = d / 254.0f;
     float inv2 = inv * 254.0f, inv3 = inv2 * 254.0f;
+    int half[3][2] = {{0, 0}, {0, 0}, {0, 0}};
     for (int c = 0; c < 32; c++) {
         float q1 = __builtin_rintf(v[c] * inv), r1 = __builtin_fmaf(-d, q1, v[c]);
         float q2 = __builtin_rintf(r1 * inv2);
@@ -147,7 +148,9 @@ void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *s
         int p = gm_x8_pos(c);
         q[p] = (int8_t)q1, q[32 + p] = (int8_t)q2, q[64 + p] = (int8_t)q3;
         sum[0] += (int32_t)q1, sum[1] += (int32_t)q2, sum[2] += (int32_t)q3;
+        half[0][c / 16] += (int)q1, half[1][c / 16] += (int)q2, half[2][c / 16] += (int)q3;
     }
+    for (int k = 0; k < 3; k++) sum[3 + k] = gm_x8_half_pair(half[k][0], half[k][1]);
     *e = d;
 }
 
@@ -159,7 +162,8 @@ void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq
             const float *v = x + t * ldx + GM_XQ_BLOCK * b;
             float amax = 0.0f;
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
-            gm_x8_block_ref(v, amax, xq->b8 + t * xq->ld8 + 96 * b, &xq->e8[t * nb + b], &xq->s8[3 * (t * nb + b)]);
+            size_t k = t * nb + b;
+            gm_x8_block_ref(v, amax, xq->b8 + t * xq->ld8 + 96 * b, &xq->e8[k], &xq->s8[GM_X8_SUMS * k]);
         }
     xq->has8 = true;
 }
@@ -169,7 +173,7 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
     const gm_pack_kind k = P->kind;
     const uint8_t *tile = panel + b * P->tile_bytes;
     const int8_t *q = xq->b8 + t * xq->ld8 + 96 * b;
-    const int32_t *S = xq->s8 + 3 * (t * xq->ldd + b);
+    const int32_t *S = xq->s8 + GM_X8_SUMS * (t * xq->ldd + b);
     double e = xq->e8[t * xq->ldd + b], F = 0, Sx = 0, Fh[2] = {0, 0}, Sh[2] = {0, 0};
     for (int term = 0; term < (xq->fast ? 1 : 3); term++) {
         int64_t dot[2] = {0, 0}, sum[2] = {0, 0}; /* columns 0-15, 16-31 */

@@ -9,8 +9,33 @@
 
 #define GM_PI static inline __attribute__((always_inline))
 
+/* Step g's codes of an N6 tile (packed.h, row form): byte 4r + s = row r's slot s (columns 2g, 2g + 1,
+ * 2g + 16, 2g + 17), as vpmaddubsw takes them. Two loads, a shift or two, an AND and a vpternlogd. */
+GM_PI __m512i n6_step_u8(const uint8_t *t, int g) {
+    __m512i n = _mm512_loadu_si512((const void *)(t + 64 * (g >> 1)));
+    __m512i c = _mm512_loadu_si512((const void *)(t + 256 + 64 * (g >> 2)));
+    if (g & 1) n = _mm512_srli_epi16(n, 4); /* the high nibbles; what spills in from the next byte is masked */
+    /* bits 2 (g % 4), + 1 to bits 4-5: a 16-bit shift spills only into bits the AND clears */
+    switch (g & 3) {
+    case 0: c = _mm512_slli_epi16(c, 4); break;
+    case 1: c = _mm512_slli_epi16(c, 2); break;
+    case 2: break;
+    default: c = _mm512_srli_epi16(c, 2); break;
+    }
+    /* (n & 0x0f) | (c & 0x30) */
+    return _mm512_ternarylogic_epi32(n, _mm512_and_si512(c, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
+}
+
 /* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
 GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
+    if (K == GM_PK_N6) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
+        __m512i w = n6_step_u8(t, g);
+        /* -128 zeroes a byte, and stays negative plus 2 */
+        const __m128i a = _mm_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128);
+        *wa = _mm512_shuffle_epi8(w, _mm512_broadcast_i32x4(a));
+        *wb = _mm512_shuffle_epi8(w, _mm512_broadcast_i32x4(_mm_add_epi8(a, _mm_set1_epi8(2))));
+        return;
+    }
     if (K == GM_PK_D16 || K == GM_PK_SM32) {
         *wa = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
         *wb = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g + 256)));
@@ -20,16 +45,11 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
     __m512i v = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)(t + 32 * g)));
     __m512i a = _mm512_and_si512(v, _mm512_set1_epi16(15));
     __m512i b = _mm512_srli_epi16(v, 4);
-    if (K == GM_PK_N5D || K == GM_PK_N6) { /* bit 4 of each lane from the plane: +16 */
+    if (K == GM_PK_N5D) { /* bit 4 of each lane from the plane: +16 */
         /* kmovd from memory: a load, not a shuffle-port move */
         __mmask32 *pl = (__mmask32 *)(t + 256);
         a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(16));
         b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(16));
-    }
-    if (K == GM_PK_N6) { /* bit 5: +32 */
-        __mmask32 *pl = (__mmask32 *)(t + 320);
-        a = _mm512_mask_add_epi16(a, _load_mask32(pl + g), a, _mm512_set1_epi16(32));
-        b = _mm512_mask_add_epi16(b, _load_mask32(pl + g + 8), b, _mm512_set1_epi16(32));
     }
     *wa = a;
     *wb = b;

@@ -83,16 +83,6 @@ typedef struct qstate {
     float o[8];
 } qstate;
 
-/* The sums of an int8 input term's columns 0-15 and 16-31 (its 32 bytes in lane order, packed.h; |sum| <=
- * 16 x 127) as an int16 pair in every 32-bit lane: the Q6_K codes' offset 32 comes off their int8 products
- * as 32 (sc0 S0 + sc1 S1), one vpmaddwd with the rows' scale pairs */
-GM_AI __m256i half_sums8(const int8_t *x) {
-    __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)x));
-    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
-    v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm256_add_epi16(v, _mm256_permute2x128_si256(v, v, 1));
-}
-
 GM_AI float f16_at(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);

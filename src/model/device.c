@@ -75,7 +75,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
         size_t nq8 = T8 * wide, nblk8 = T8 * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK);
         d->xq.b8 = aligned_alloc(64, (3 * nq8 + 63) / 64 * 64);
         d->xq.e8 = malloc(nblk8 * sizeof(float));
-        d->xq.s8 = malloc(3 * nblk8 * sizeof(int32_t));
+        d->xq.s8 = malloc(GM_X8_SUMS * nblk8 * sizeof(int32_t));
         d->activation_bytes += 3 * nq8 + 4 * nblk8 * sizeof(float);
     }
     d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
@@ -288,7 +288,8 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
             tk.xq.qs += m->lo / 8;
             if (tk.xq.xb) tk.xq.xb += 8 * m->lo;
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
-            if (tk.xq.has8) tk.xq.b8 += 3 * m->lo, tk.xq.e8 += m->lo / GM_XQ_BLOCK, tk.xq.s8 += 3 * (m->lo / GM_XQ_BLOCK);
+            if (tk.xq.has8)
+                tk.xq.b8 += 3 * m->lo, tk.xq.e8 += m->lo / GM_XQ_BLOCK, tk.xq.s8 += GM_X8_SUMS * (m->lo / GM_XQ_BLOCK);
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
             for (int t = 0; t < T; t++)

@@ -114,7 +114,7 @@ static void xq_alloc(gm_xq *xq, size_t T, size_t cols) {
 static void xq8_alloc(gm_xq *xq, size_t T, size_t cols) {
     xq->b8 = aligned_alloc(64, (3 * T * cols + 63) / 64 * 64);
     xq->e8 = malloc(T * cols / 32 * sizeof *xq->e8 + 4);
-    xq->s8 = malloc(3 * T * cols / 32 * sizeof *xq->s8 + 4);
+    xq->s8 = malloc(GM_X8_SUMS * T * cols / 32 * sizeof *xq->s8 + 4);
 }
 
 static void xq_free(gm_xq *xq) {
@@ -379,7 +379,8 @@ static void test_quantize8_same(const gm_packed_ops *ops, const char *name) {
     xq8_alloc(&b, T, cols);
     gm_quantize_x8_ref(x, ldx, T, cols, &a);
     ops->quantize_x8(x, ldx, T, cols, &b);
-    int bad = memcmp(a.b8, b.b8, 3 * T * cols) != 0 || memcmp(a.s8, b.s8, 3 * T * cols / 32 * 4) != 0 || !b.has8;
+    int bad = memcmp(a.b8, b.b8, 3 * T * cols) != 0 || !b.has8 ||
+              memcmp(a.s8, b.s8, GM_X8_SUMS * T * cols / 32 * sizeof *a.s8) != 0;
     for (size_t i = 0; i < T * cols / 32; i++) bad += !same_float(a.e8[i], b.e8[i]);
     CHECK(bad == 0, "%s quantize_x8 differs from the reference (%d)", name, bad);
     xq_free(&a);
@@ -411,15 +412,20 @@ static void test_quantize8(void) {
                 far += !isnan(a.e8[t * 5 + b]);
                 continue;
             }
-            int32_t s[3] = {0, 0, 0};
+            int32_t s[3] = {0, 0, 0}, h[3][2] = {{0, 0}, {0, 0}, {0, 0}};
             for (int i = 0; i < 32; i++) {
                 size_t c = 32 * b + (size_t)i;
                 far += fabs(xhat8(&a, t, c) - x[t * ldx + c]) > 0x1p-23 * amax;
                 int p = gm_x8_pos(i);
                 const int8_t *q = a.b8 + t * a.ld8 + 96 * b;
                 s[0] += q[p], s[1] += q[32 + p], s[2] += q[64 + p];
+                for (int k = 0; k < 3; k++) h[k][i / 16] += q[32 * k + p];
             }
-            sums += memcmp(s, a.s8 + 3 * (t * 5 + b), sizeof s) != 0;
+            const int32_t *S = a.s8 + GM_X8_SUMS * (t * 5 + b);
+            sums += memcmp(s, S, sizeof s) != 0;
+            /* the half sums as two int16, the low one columns 0-15 (what vpmaddwd / vpdpwssd read) */
+            for (int k = 0; k < 3; k++)
+                sums += (int16_t)(S[3 + k] & 0xffff) != h[k][0] || (int16_t)((uint32_t)S[3 + k] >> 16) != h[k][1];
         }
     CHECK(far == 0, "quantize_x8: %d values further than 2^-23 of their block's largest (or a NaN block not NaN)", far);
     CHECK(sums == 0, "quantize_x8: %d block sums wrong", sums);
@@ -610,7 +616,7 @@ static void test_view8(const gm_packed_ops *ops, const char *name) {
     gm_quantize_x_ref(x + 32, wide, T, cols, &part);
     ops->quantize_x8(x + 32, wide, T, cols, &part);
     gm_xq view = full;
-    view.b8 += 96, view.e8 += 1, view.s8 += 3, view.cols = cols;
+    view.b8 += 96, view.e8 += 1, view.s8 += GM_X8_SUMS, view.cols = cols;
     ops->matmul8(&P, 0, rows, &view, T, a, rows);
     ops->matmul8(&P, 0, rows, &part, T, b, rows);
     CHECK(memcmp(a, b, T * rows * sizeof *a) == 0, "%s: int8 matmul on a column view gives other outputs", name);
@@ -780,13 +786,15 @@ int main(void) {
               gm_packed_bytes(GM_Q6_K, 16, 512) == 16 * 384 + 512 + 64 && gm_packed_bytes(GM_Q4_K, 17, 512) == 2 * 4736,
           "K-quant packed sizes: Q4_K %zu, Q6_K %zu / %zu", gm_packed_bytes(GM_Q4_K, 16, 256),
           gm_packed_bytes(GM_Q6_K, 16, 256), gm_packed_bytes(GM_Q6_K, 16, 512));
-    /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in bit planes elsewhere */
+    /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in row form elsewhere */
     CHECK(gm_pack_kind_of(GM_Q6_K) == (avx2 ? GM_PK_N6C : GM_PK_N6), "Q6_K packs as kind %d on %s kernels",
           (int)gm_pack_kind_of(GM_Q6_K), avx2 ? "AVX2" : "other");
     CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6C) &&
+              gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6) &&
               gm_packed_ops_handles(gm_packed_ops_chosen(), gm_pack_kind_of(GM_Q6_K)) &&
-              (!gm_packed_lookup("avx512") || !gm_packed_ops_handles(gm_packed_lookup("avx512"), GM_PK_N6C)),
-          "gm_packed_ops_handles: N6C on the reference and on the kernels that pack it, not on AVX-512");
+              (!gm_packed_lookup("avx512") || !gm_packed_ops_handles(gm_packed_lookup("avx512"), GM_PK_N6C)) &&
+              (!gm_packed_lookup("avx2") || !gm_packed_ops_handles(gm_packed_lookup("avx2"), GM_PK_N6)),
+          "gm_packed_ops_handles: each Q6_K kind on the reference and on the kernels that pack it alone");
     CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4K,
           "the other types keep their kinds");
     CHECK(gm_pack_kind_holds(GM_PK_D16, GM_Q5_0) && gm_pack_kind_holds(GM_PK_N5D, GM_Q5_0) &&
