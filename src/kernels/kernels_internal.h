@@ -76,9 +76,9 @@ void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
 bool gm_cpu_bf16(void);
 /* How far ahead the packed matvecs (decode) of kind k prefetch their weight stream, in bytes: to L1 512 by
  * default (GM_PREFETCH), to L2 3072 (GM_PREFETCH_L2), each 0..65536 in steps of 64, 0 to switch it off
- * (docs/BENCHMARKS.md, "Prefetching the decode stream"). The compact K-quant kinds on AMD CPUs with AVX-512
- * (Zen 4) take 0 and 8192 instead ("... on Zen 4"); GM_PREFETCH_K / GM_PREFETCH_K_L2 set theirs alone, the
- * other two both. Read once. */
+ * (docs/BENCHMARKS.md, "Prefetching the decode stream"). On AMD CPUs with AVX-512 (Zen 4) the compact K-quant
+ * kinds take 0 and 8192 and the others none ("Prefetch distances per kind on Zen 4"); GM_PREFETCH_K /
+ * GM_PREFETCH_K_L2 set the K-quants' alone, the other two both. Read once. */
 typedef struct gm_prefetch {
     size_t l1, l2;
 } gm_prefetch;
