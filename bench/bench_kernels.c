@@ -127,7 +127,7 @@ static void packed_run_once(const packed_run *r) {
             r->ops->matmul8(r->P, 0, rows, r->xq, 1, r->y, rows);
             return;
         }
-        gm_packed_screen_errors(r->P, r->x, r->xq, r->eb);
+        gm_packed_screen_errors(r->P, r->x, r->xq, r->eb, false);
         r->ops->screen(r->P, 0, rows, r->xq, r->eb, r->y, r->bound);
         return;
     }

@@ -169,6 +169,10 @@ int gm_model_rank(const gm_model *m);         /* MPI rank (0 when not under MPI)
 int gm_model_ranks(const gm_model *m);
 /* Bytes of weights this process holds (all its devices) and the plan, for `gemma info`/`bench`. */
 uint64_t gm_model_weight_bytes(const gm_model *m);
+/* Bytes of weights one decoded token reads on this process: every matrix once, where a BF16 vocabulary
+ * matrix has a screening copy (an int8 one, half its bytes) the copy with `screened` (the screened product,
+ * gm_session_forward_top, read it) and the matrix without. */
+uint64_t gm_model_read_bytes(const gm_model *m, bool screened);
 /* Bytes of activation scratch this process holds (all its devices). */
 uint64_t gm_model_activation_bytes(const gm_model *m);
 typedef struct gm_comm_counters { uint64_t calls, bytes; double seconds; } gm_comm_counters;

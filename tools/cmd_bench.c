@@ -42,8 +42,9 @@ static const char *HELP_TAIL =
     "exactly only the logits they read, as generate and chat do (logits_top: 1, or k; 0 with\n"
     "--full-logits or another method: every logit exact).\n"
     "bytes_read_per_token: weight bytes one decoded token streams (every matrix of this rank once, the\n"
-    "tied embedding as the output projection; in the packed layout the kernels read, see\n"
-    "docs/BENCHMARKS.md) plus the KV cache bytes attention reads, averaged over the decoded positions.\n";
+    "tied embedding as the output projection, a BF16 one's int8 screening copy in its place where the\n"
+    "screened product ran; in the packed layout the kernels read, see docs/BENCHMARKS.md) plus the KV\n"
+    "cache bytes attention reads, averaged over the decoded positions.\n";
 
 /* Bytes of K and V that attention reads for one token at position pos, all layers (every device
  * computes every head, so each reads the whole cache); `elem` bytes per value (f32 or f16). */
@@ -172,7 +173,7 @@ int cmd_bench(int argc, char **argv) {
         gm_screen_counters sc = gm_model_screen_counters(m);
         double exact_rows_per_step = sc.steps ? (double)sc.exact_rows / (double)sc.steps : 0;
         /* weights: a replicated model's devices each compute a share of every matrix's rows */
-        double wbytes = (double)gm_model_weight_bytes(m), kvb = 0;
+        double wbytes = (double)gm_model_read_bytes(m, sc.steps > 0), kvb = 0;
         int ndev = gm_model_devices(m) / gm_model_ranks(m);
         bool replicated = mf.load.sharding == GM_SHARDING_REPLICATED || gm_model_devices(m) == 1;
         if (replicated && ndev > 1) wbytes /= ndev;

@@ -646,3 +646,37 @@ void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool s
     xq->split = split && xq->hi && xq->mid && xq->lo && xq->s;
     if (xq->split) gm_packed_ops_chosen()->split_bf16(x, ldx, T, cols, xq);
 }
+
+/* The smallest f16 at or above v >= 0 (v within the f16 range). */
+static uint16_t f16_at_least(float v) {
+    uint16_t h = gm_f32_to_f16(v);
+    return gm_f16_to_f32(h) < v ? (uint16_t)(h + 1) : h;
+}
+
+bool gm_pack_screen_copy(const gm_packed *src, gm_packed *dst, size_t r0, size_t r1) {
+    const size_t tiles = src->cols / 32;
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *sp = src->data + p * src->panel_bytes;
+        uint8_t *dp = dst->data + p * dst->panel_bytes;
+        for (size_t b = 0; b < tiles; b++) {
+            const uint8_t *s = sp + b * 1024;
+            uint8_t *t = dp + b * dst->tile_bytes;
+            for (int i = 0; i < GM_PANEL_ROWS; i++) { /* row i: values (pair q, column j) at bf16 32 q + 2 i + j */
+                float amax = 0, w[32];
+                for (int c = 0; c < 32; c++) {
+                    w[c] = gm_bf16_to_f32(gm_kernels_le16(s + 64 * (c / 2) + 4 * i + 2 * (c & 1)));
+                    amax = fmaxf(amax, fabsf(w[c]));
+                }
+                if (!(amax <= 65504.0f * 127.0f)) return false; /* inf, NaN, or a scale past f16 */
+                uint16_t h = f16_at_least(amax / 127.0f);
+                float d = gm_f16_to_f32(h);
+                t[512 + 2 * i] = (uint8_t)h, t[512 + 2 * i + 1] = (uint8_t)(h >> 8);
+                for (int c = 0; c < 32; c++) {
+                    float q = d > 0 ? rintf(w[c] / d) : 0.0f;
+                    t[32 * (c / 2) + 2 * i + (c & 1)] = (uint8_t)(int8_t)fmaxf(-127.0f, fminf(127.0f, q));
+                }
+            }
+        }
+    }
+    return true;
+}

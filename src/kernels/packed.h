@@ -165,6 +165,13 @@ void gm_pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size
 void gm_pack_rows_ref(gm_packed *P, const void *W, size_t row_bytes, size_t r0, size_t r1);
 /* Row r of P as f32, identical to gm_dequant_row of the original row. */
 void gm_packed_row(const gm_packed *P, size_t r, float *out);
+/* The screening copy of a packed BF16 matrix (the screened vocabulary product reads it in place of the
+ * BF16 panels, half the bytes): dst described as gm_pack_describe_as(GM_PK_D16, GM_Q8_0, rows, cols),
+ * each row's 32 values of a tile w ~ d q with d = max |w| / 127 rounded up to an f16 and q = rint(w / d),
+ * so |w - d q| <= d / 2 (gm_packed_screen_errors with `copy` adds that to the screen's bound). Panels of rows
+ * [r0, r1) (r0 a multiple of 16). False where a value is not finite or d would pass the f16 range: no
+ * copy then. */
+bool gm_pack_screen_copy(const gm_packed *src, gm_packed *dst, size_t r0, size_t r1);
 
 /* T activation vectors prepared for the packed kernels (cols a multiple of 32): quantized per 32
  * values for the quantized kinds, the f32 values and their bf16 split for GM_PK_BF16. A view of
@@ -269,7 +276,8 @@ void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
                           float *bound);
 /* eb[b] for the P->cols / 32 blocks of x (quantized in xq, int8 terms): the largest |code| of P's kind
  * times sum |x - x's first int8 term| over the block, plus a slack for the f32 roundings of the screen
- * and of the exact product (docs/DESIGN.md, "The screened vocabulary product"). */
-void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb);
+ * and of the exact product (docs/DESIGN.md, "The screened vocabulary product"); with `copy` (P is a
+ * screening copy, gm_pack_screen_copy) also the copy's rounding, half a scale per value: sum |x| / 2. */
+void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb, bool copy);
 
 #endif

@@ -212,7 +212,7 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
     tiles_ref(P, r0, r1, xq, T, Y, ldy, tile8_ref);
 }
 
-void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb) {
+void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq, float *eb, bool copy) {
     /* the largest |code|: Q8_0 -128, Q5_0 as D16 q - 16 in [-16, 15], Q4_0 q - 8 in [-8, 7], Q6_K q - 32 in
      * [-32, 31] (its row's bound then takes the larger of the tile's two scales: gm_packed_screen_ref) */
     const float cmax = P->from == GM_Q5_0 ? 16.0f : P->from == GM_Q4_0 ? 8.0f : P->from == GM_Q6_K ? 32.0f : 128.0f;
@@ -224,6 +224,11 @@ void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq
         float r = 0; /* sum |x - e q1|, each from one fma, so within 2^-24 of itself; the sum within 2^-19 */
         for (int c = 0; c < 32; c++) r += fabsf(fmaf(-e, (float)xq->b8[96 * b + gm_x8_pos(c)], x[32 * b + c]));
         eb[b] = cmax * (r * (1.0f + 0x1p-16f) + slack * e);
+        if (!copy) continue;
+        /* |w - d q| <= d / 2 (to 127 2^-24 d: the division's rounding); the f32 sum within 32 2^-24 */
+        float l1 = 0;
+        for (int c = 0; c < 32; c++) l1 += fabsf(x[32 * b + c]);
+        eb[b] += 0.5f * l1 * (1.0f + 0x1p-10f);
     }
 }
 

@@ -240,8 +240,9 @@ static void mm_chunk(void *ctx, int c, int slot) {
             atomic_fetch_add(tk->exact, done);
             return;
         }
-        if (tk->bound) {
-            gm_packed_screen(&m->packed, a, b, &tk->xq, tk->eb, Y, tk->bound + (a - tk->r0));
+        if (tk->bound) { /* on the screening copy where the matrix has one (BF16) */
+            gm_packed_screen(m->screen8.data ? &m->screen8 : &m->packed, a, b, &tk->xq, tk->eb, Y,
+                             tk->bound + (a - tk->r0));
             gm_screen_summarize(a, b, Y, tk->bound + (a - tk->r0), tk->lo + pa, tk->hi + pa);
             return;
         }
@@ -687,11 +688,14 @@ static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
  * Returns false (nothing done) where the mesh cannot screen; a device that cannot (fewer rows than top,
  * no memory, a NaN or inf in x) computes its rows exactly and joins the same gather. */
 static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *logits, gm_status *st) {
+    const gm_packed *S = E->screen8.data ? &E->screen8 : &E->packed; /* what the screen reads */
     if (top < 1 || top > GM_SCREEN_TOP_MAX || d->fast || !d->xq.b8 || !E->packed.data ||
-        !gm_packed_can_screen(E->packed.kind) || E->plan.split == GM_SPLIT_COLS || d->cfg->final_softcap > 0)
+        !gm_packed_can_screen(S->kind) || E->plan.split == GM_SPLIT_COLS || d->cfg->final_softcap > 0)
         return false;
     size_t C = (size_t)E->full_cols;
-    gm_quantize_x(d->xn, C, 1, C, &d->xq); /* the int16 terms of the exact rows (clears has8: first) */
+    /* the exact rows' inputs: the int16 terms (clears has8: first), or BF16's f32 x */
+    if (E->packed.kind == GM_PK_BF16) gm_prepare_x_bf16(d->xn, C, 1, C, false, &d->xq);
+    else gm_quantize_x(d->xn, C, 1, C, &d->xq);
     gm_quantize_x8(d->xn, C, 1, C, &d->xq);
     d->xq.f32 = d->xq.fast = false;
     mm_task tk = linear_task(d, E, d->xn, 1, logits);
@@ -716,7 +720,7 @@ static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *lo
         screen = h != NULL;
     }
     tk.bound = screen ? d->screen_bound : NULL;
-    if (screen) gm_packed_screen_errors(&E->packed, d->xn, &tk.xq, d->screen_eb);
+    if (screen) gm_packed_screen_errors(S, d->xn, &tk.xq, d->screen_eb, S == &E->screen8);
     tk.eb = d->screen_eb;
     tk.lo = d->screen_lo, tk.hi = screen ? d->screen_lo + panels : NULL;
     run_tasks(d, &tk, 1, 1);

@@ -257,6 +257,16 @@ uint64_t gm_model_weight_bytes(const gm_model *m) {
     return b;
 }
 
+uint64_t gm_model_read_bytes(const gm_model *m, bool screened) {
+    uint64_t b = 0;
+    for (int i = 0; i < m->n_local; i++) {
+        const gm_matrix *E = &m->dev[i].w.embed;
+        b += m->dev[i].w.bytes;
+        if (E->screen8.data) b -= screened ? gm_packed_size(&E->packed) : gm_packed_size(&E->screen8);
+    }
+    return b;
+}
+
 uint64_t gm_model_activation_bytes(const gm_model *m) {
     uint64_t b = (uint64_t)m->n_local * (uint64_t)m->cfg.vocab_size * sizeof(float); /* logits scratch */
     for (int i = 0; i < m->n_local; i++) b += m->dev[i].activation_bytes;

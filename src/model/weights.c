@@ -327,8 +327,59 @@ static void free_matrix(gm_matrix *m) {
         free(m->data);
         free(m->packed.data);
     }
+    if (!m->screen8_borrowed) free(m->screen8.data);
     free(m->off);
     memset(m, 0, sizeof *m);
+}
+
+typedef struct copy_job {
+    gm_matrix *m;
+    int chunks;
+    _Atomic bool bad; /* a value the copy cannot hold */
+} copy_job;
+
+static void copy_chunk(void *ctx, int c, int slot) {
+    (void)slot;
+    copy_job *j = ctx;
+    size_t lo, hi, panels = ((size_t)j->m->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS;
+    gm_split_range(panels, j->chunks, c, 1, &lo, &hi);
+    if (hi > lo && !gm_pack_screen_copy(&j->m->packed, &j->m->screen8, lo * GM_PANEL_ROWS, hi * GM_PANEL_ROWS))
+        j->bad = true;
+}
+
+/* The screening copy of a BF16 vocabulary matrix (gm_pack_screen_copy): where the kernels screen and the
+ * matrix is split by rows, unless GM_SCREEN_COPY=0. From the weight cache when it holds one, else built on
+ * the loader threads (and recorded there); a matrix with a value the copy cannot hold keeps none. */
+static gm_status load_screen_copy(load_ctx *lc, gm_matrix *m, uint64_t *bytes) {
+    const char *e = getenv("GM_SCREEN_COPY");
+    if ((e && *e == '0') || m->packed.kind != GM_PK_BF16 || !m->packed.data || !gm_packed_can_screen(GM_PK_D16) ||
+        m->plan.split == GM_SPLIT_COLS)
+        return GM_OK;
+    gm_pack_describe_as(GM_PK_D16, GM_Q8_0, (size_t)m->rows, (size_t)m->cols, &m->screen8);
+    size_t n = gm_packed_size(&m->screen8);
+    const char *name = "token_embd.weight (screening copy)";
+    const void *p = lc->cache ? gm_wcache_take(lc->cache, name, GM_Q8_0, m->rows, m->cols, n) : NULL;
+    if (p) {
+        m->screen8.data = (uint8_t *)p, m->screen8_borrowed = true;
+        *bytes += n;
+        return GM_OK;
+    }
+    m->screen8.data = alloc_huge(n);
+    if (!m->screen8.data)
+        return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for the screening copy of '%s' (device %d)",
+                       gm_source_path(lc->src), n, m->name, lc->dev);
+    copy_job j = {.m = m, .chunks = 64, .bad = false};
+    if (lc->pool) gm_pool_run_chunks(lc->pool, copy_chunk, &j, j.chunks);
+    else
+        for (int c = 0; c < j.chunks; c++) copy_chunk(&j, c, 0);
+    if (j.bad) { /* the exact product it is; a cache of this load would miss the copy's record: none is kept */
+        free(m->screen8.data);
+        memset(&m->screen8, 0, sizeof m->screen8);
+        return GM_OK;
+    }
+    if (lc->cache) GM_TRY(gm_wcache_add(lc->cache, m->screen8.data));
+    *bytes += n;
+    return GM_OK;
 }
 
 static gm_status load_all(load_ctx *lc, gm_device_weights *w) {
@@ -366,7 +417,8 @@ static gm_status load_all(load_ctx *lc, gm_device_weights *w) {
 #undef VEC
 #undef MAT
     }
-    return pack_waiting(lc);
+    GM_TRY(pack_waiting(lc));
+    return load_screen_copy(lc, &w->embed, &w->bytes);
 }
 
 gm_status gm_weights_load(const gm_source *src, gm_sharding rule, int n_dev, int dev, gm_pool *pool,

@@ -20,7 +20,10 @@ typedef struct gm_matrix {
     size_t row_bytes;      /* bytes of one local row (as stored in the file) */
     void *data;            /* [rows][row_bytes] as stored in the file, or NULL when packed */
     gm_packed packed;      /* quantized types: the local slice as 16-row panels (packed.data != NULL) */
+    gm_packed screen8;     /* the vocabulary matrix in BF16: its int8 screening copy (gm_pack_screen_copy), which
+                            * the screened product reads instead (screen8.data NULL: none) */
     uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
+    bool screen8_borrowed; /* screen8.data points into the weight cache's mapping */
     bool borrowed;         /* data / packed.data point into the weight cache's mapping or the device's
                             * arena of small matrices: not freed one by one */
 } gm_matrix;

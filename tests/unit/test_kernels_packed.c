@@ -733,7 +733,7 @@ static void test_screen(const gm_packed_ops *ops, const char *name, pcase pc, si
     float *y = malloc((n + 8) * sizeof *y), *b = malloc((n + 8) * sizeof *b), *yr = malloc(n * sizeof *yr);
     float *br = malloc(n * sizeof *br), *exact = malloc(n * sizeof *exact), *eb = malloc(cols / 32 * sizeof *eb);
     for (size_t i = 0; i < n + 8; i++) y[i] = b[i] = -777.0f;
-    gm_packed_screen_errors(&P, x, &xq, eb);
+    gm_packed_screen_errors(&P, x, &xq, eb, false);
     ops->screen(&P, r0, r1, &xq, eb, y, b);
     gm_packed_screen_ref(&P, r0, r1, &xq, eb, yr, br);
     ops->matvec(&P, r0, r1, &xq, exact);
@@ -761,6 +761,70 @@ static void test_screen(const gm_packed_ops *ops, const char *name, pcase pc, si
               worst_ratio);
     xq_free(&xq);
     free(x), free(y), free(b), free(yr), free(br), free(exact), free(eb), free(P.data), free(w);
+}
+
+/* The screening copy of a BF16 matrix (gm_pack_screen_copy): each value within half its row's scale of the
+ * BF16 one, the scale at least max |w| / 127, and the screen on the copy within its bound (eb with `copy`)
+ * of the exact BF16 product. In the worst case (every value but each block's largest half a code step from
+ * its code, rounded the same way, against positive inputs exact in int8) the error reaches 0.9 of the bound:
+ * the copy's term is what holds it, and it is not loose. A non-finite value: no copy. */
+static void test_screen_copy(const gm_packed_ops *ops, const char *name, size_t rows, size_t cols, bool worst) {
+    size_t rb;
+    uint8_t *w = random_weights(GM_BF16, rows, cols, &rb);
+    for (size_t i = 0; worst && i < rows * cols; i++) { /* d = 2^-6: 127 d first, then (2k + 0.5) d, k < 63 */
+        float v = i % 32 == 0 ? 127.0f / 64 : (2.0f * (float)(rnd() % 63) + 0.5f) / 64;
+        uint16_t h = gm_f32_to_bf16(v);
+        memcpy(w + 2 * i, &h, 2);
+    }
+    gm_packed P = pack_all(of_type(GM_BF16), w, rb, rows, cols), C;
+    gm_pack_describe_as(GM_PK_D16, GM_Q8_0, rows, cols, &C);
+    C.data = aligned_alloc(64, (gm_packed_size(&C) + 63) / 64 * 64);
+    bool made = gm_pack_screen_copy(&P, &C, 0, rows);
+    int far = 0;
+    float *wr = malloc(cols * sizeof *wr), *wc = malloc(cols * sizeof *wc);
+    for (size_t r = 0; r < rows && made; r++) {
+        gm_packed_row(&P, r, wr);
+        gm_packed_row(&C, r, wc);
+        const uint8_t *panel = C.data + r / 16 * C.panel_bytes;
+        for (size_t c = 0; c < cols; c++) {
+            float d = gm_f16_to_f32(gm_kernels_le16(panel + c / 32 * C.tile_bytes + 512 + 2 * (r % 16))), amax = 0;
+            for (size_t k = c / 32 * 32; k < c / 32 * 32 + 32; k++) amax = fmaxf(amax, fabsf(wr[k]));
+            far += !(fabsf(wr[c] - wc[c]) <= 0.5f * d * (1.0f + 0x1p-16f)) || !(d * 127.0f >= amax);
+        }
+    }
+    CHECK(made && far == 0, "%s screening copy %zux%zu: %d values further than half a scale (made: %d)", name, rows, cols,
+          far, made);
+    float *x = malloc(cols * sizeof *x);
+    for (size_t c = 0; c < cols; c++) x[c] = worst ? 1.0f : rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
+    gm_xq xq;
+    xq_alloc(&xq, 1, cols);
+    xq8_alloc(&xq, 1, cols);
+    gm_quantize_x8_ref(x, cols, 1, cols, &xq);
+    float *y = malloc(rows * sizeof *y), *b = malloc(rows * sizeof *b), *eb = malloc(cols / 32 * sizeof *eb);
+    gm_packed_screen_errors(&C, x, &xq, eb, true);
+    ops->screen(&C, 0, rows, &xq, eb, y, b);
+    int loose = 0;
+    double worst_ratio = 1e30;
+    for (size_t r = 0; r < rows; r++) {
+        gm_packed_row(&P, r, wr);
+        double exact = 0;
+        for (size_t c = 0; c < cols; c++) exact += (double)wr[c] * x[c];
+        double err = fabs((double)y[r] - exact);
+        if (!(err <= b[r]) && loose++ < 3)
+            fprintf(stderr, "  %s screening copy row %zu: |y - exact| %.9g over the bound %.9g\n", name, r, err, b[r]);
+        if (err / b[r] < worst_ratio) worst_ratio = err / b[r];
+    }
+    CHECK(loose == 0, "%s screening copy %zux%zu%s: %d rows outside their bound", name, rows, cols,
+          worst ? " (worst case)" : "", loose);
+    if (worst)
+        CHECK(worst_ratio >= 0.9, "%s screening copy %zux%zu: the worst case's error is only %.3f of the bound", name,
+              rows, cols, worst_ratio);
+    uint16_t inf = gm_f32_to_bf16(INFINITY);
+    memcpy(w + rb * (rows - 1) + 2 * (cols - 1), &inf, 2);
+    gm_pack_rows(&P, w, rb, 0, rows);
+    CHECK(!gm_pack_screen_copy(&P, &C, 0, rows), "%s screening copy: an infinite value gave a copy", name);
+    xq_free(&xq);
+    free(x), free(y), free(b), free(eb), free(wr), free(wc), free(P.data), free(C.data), free(w);
 }
 
 int main(void) {
@@ -862,6 +926,10 @@ int main(void) {
                     test_screen(ops, isas[ii], sc[ci], rows_list[ri], cols, false);
                     test_screen(ops, isas[ii], sc[ci], rows_list[ri], cols, true);
                 }
+            }
+            for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+                test_screen_copy(ops, isas[ii], rows_list[ri], ri & 1 ? 96 : 1152, false);
+                test_screen_copy(ops, isas[ii], rows_list[ri], ri & 1 ? 96 : 1152, true);
             }
             printf("%s: screened product tested\n", isas[ii]);
         }
