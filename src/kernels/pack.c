@@ -653,30 +653,40 @@ static uint16_t f16_at_least(float v) {
     return gm_f16_to_f32(h) < v ? (uint16_t)(h + 1) : h;
 }
 
+/* One BF16 tile (bf16 [16 pairs][16 rows][2]: value k is row (k % 32) / 2's) into a D16 one (the same order
+ * of codes, then f16 d[16]); false on a value the copy cannot hold. Straight loops over the 512 values, the
+ * per-row quantities expanded to the 32 lanes of a pair, so the compiler vectorizes them. */
+static bool copy_tile(const uint8_t *s, uint8_t *t) {
+    float w[512], amax[32], inv[32];
+    int bad = 0;
+    for (int k = 0; k < 512; k++) {
+        uint32_t u = (uint32_t)gm_kernels_le16(s + 2 * k) << 16;
+        memcpy(&w[k], &u, 4);
+        bad |= !(fabsf(w[k]) <= 65504.0f * 127.0f); /* inf, NaN, or a scale past f16 */
+    }
+    if (bad) return false;
+    for (int l = 0; l < 32; l++) amax[l] = 0;
+    for (int k = 0; k < 512; k++) amax[k & 31] = fabsf(w[k]) > amax[k & 31] ? fabsf(w[k]) : amax[k & 31]; /* finite */
+    for (int i = 0; i < GM_PANEL_ROWS; i++) {
+        uint16_t h = f16_at_least((amax[2 * i] > amax[2 * i + 1] ? amax[2 * i] : amax[2 * i + 1]) / 127.0f);
+        float d = gm_f16_to_f32(h);
+        t[512 + 2 * i] = (uint8_t)h, t[512 + 2 * i + 1] = (uint8_t)(h >> 8);
+        inv[2 * i] = inv[2 * i + 1] = d > 0 ? 1.0f / d : 0.0f;
+    }
+    /* |w inv| <= 127 (to 2^-16): adding and taking away 1.5 2^23 rounds it to the nearest integer */
+    for (int k = 0; k < 512; k++) {
+        float q = (w[k] * inv[k & 31] + 0x1.8p23f) - 0x1.8p23f;
+        q = q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q;
+        t[k] = (uint8_t)(int8_t)(int)q;
+    }
+    return true;
+}
+
 bool gm_pack_screen_copy(const gm_packed *src, gm_packed *dst, size_t r0, size_t r1) {
     const size_t tiles = src->cols / 32;
-    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
-        const uint8_t *sp = src->data + p * src->panel_bytes;
-        uint8_t *dp = dst->data + p * dst->panel_bytes;
-        for (size_t b = 0; b < tiles; b++) {
-            const uint8_t *s = sp + b * 1024;
-            uint8_t *t = dp + b * dst->tile_bytes;
-            for (int i = 0; i < GM_PANEL_ROWS; i++) { /* row i: values (pair q, column j) at bf16 32 q + 2 i + j */
-                float amax = 0, w[32];
-                for (int c = 0; c < 32; c++) {
-                    w[c] = gm_bf16_to_f32(gm_kernels_le16(s + 64 * (c / 2) + 4 * i + 2 * (c & 1)));
-                    amax = fmaxf(amax, fabsf(w[c]));
-                }
-                if (!(amax <= 65504.0f * 127.0f)) return false; /* inf, NaN, or a scale past f16 */
-                uint16_t h = f16_at_least(amax / 127.0f);
-                float d = gm_f16_to_f32(h);
-                t[512 + 2 * i] = (uint8_t)h, t[512 + 2 * i + 1] = (uint8_t)(h >> 8);
-                for (int c = 0; c < 32; c++) {
-                    float q = d > 0 ? rintf(w[c] / d) : 0.0f;
-                    t[32 * (c / 2) + 2 * i + (c & 1)] = (uint8_t)(int8_t)fmaxf(-127.0f, fminf(127.0f, q));
-                }
-            }
-        }
-    }
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+        for (size_t b = 0; b < tiles; b++)
+            if (!copy_tile(src->data + p * src->panel_bytes + b * 1024, dst->data + p * dst->panel_bytes + b * dst->tile_bytes))
+                return false;
     return true;
 }

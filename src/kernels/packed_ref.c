@@ -225,7 +225,7 @@ void gm_packed_screen_errors(const gm_packed *P, const float *x, const gm_xq *xq
         for (int c = 0; c < 32; c++) r += fabsf(fmaf(-e, (float)xq->b8[96 * b + gm_x8_pos(c)], x[32 * b + c]));
         eb[b] = cmax * (r * (1.0f + 0x1p-16f) + slack * e);
         if (!copy) continue;
-        /* |w - d q| <= d / 2 (to 127 2^-24 d: the division's rounding); the f32 sum within 32 2^-24 */
+        /* |w - d q| <= d / 2 (to 2^-16 d: the roundings of w (1 / d)); the f32 sum within 32 2^-24 */
         float l1 = 0;
         for (int c = 0; c < 32; c++) l1 += fabsf(x[32 * b + c]);
         eb[b] += 0.5f * l1 * (1.0f + 0x1p-10f);
