@@ -684,9 +684,11 @@ static bool copy_tile(const uint8_t *s, uint8_t *t) {
 
 bool gm_pack_screen_copy(const gm_packed *src, gm_packed *dst, size_t r0, size_t r1) {
     const size_t tiles = src->cols / 32;
-    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *s = src->data + p * src->panel_bytes;
+        uint8_t *d = dst->data + p * dst->panel_bytes;
         for (size_t b = 0; b < tiles; b++)
-            if (!copy_tile(src->data + p * src->panel_bytes + b * 1024, dst->data + p * dst->panel_bytes + b * dst->tile_bytes))
-                return false;
+            if (!copy_tile(s + b * 1024, d + b * dst->tile_bytes)) return false;
+    }
     return true;
 }

@@ -792,8 +792,8 @@ static void test_screen_copy(const gm_packed_ops *ops, const char *name, size_t 
             far += !(fabsf(wr[c] - wc[c]) <= 0.5f * d * (1.0f + 0x1p-12f)) || !(d * 127.0f >= amax);
         }
     }
-    CHECK(made && far == 0, "%s screening copy %zux%zu: %d values further than half a scale (made: %d)", name, rows, cols,
-          far, made);
+    CHECK(made && far == 0, "%s screening copy %zux%zu: %d values further than half a scale (made: %d)", name, rows,
+          cols, far, made);
     float *x = malloc(cols * sizeof *x);
     for (size_t c = 0; c < cols; c++) x[c] = worst ? 1.0f : rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
     gm_xq xq;
