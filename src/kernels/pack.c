@@ -424,7 +424,7 @@ static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const ui
 
 /* Q4_K -> N4K and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
  * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
- * generic path assembles bit planes one bit at a time). */
+ * generic path goes value by value). */
 static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, size_t rb, size_t nrows) {
     const gm_dtype from = P->from;
     const size_t bbytes = from == GM_Q4_K ? 144 : 210, tile_bytes = P->tile_bytes;
