@@ -8,6 +8,7 @@
  * screen (AVX2, AVX-512 VNNI, AMX), the screen must have run at every step, and (the 270M) recomputed exactly
  * fewer than 1 % of the rows per step for top 1 and 10 % for the others (else it would cost more than it
  * saves). */
+#define _GNU_SOURCE /* mkdtemp */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,17 @@ static int check_top(const float *exact, const float *got, int V, int top, float
 /* "The history of the Roman Empire is" with BOS, from HF tokenizers; for the 512-row fixture ids below 512 */
 static const int32_t prompt_270m[] = {2, 818, 4083, 529, 506, 10995, 23436, 563}, prompt_tiny[] = {2, 81, 408, 52, 7};
 
-static void run(const char *path, int devices, gm_sharding rule, int threads, const char *what) {
-    gm_model *m = gm_test_load_mesh(path, devices, rule, threads, 128);
+/* with `cache`: loaded through that weight cache directory, which must already hold this load (mapped) */
+static void run_cached(const char *path, int devices, gm_sharding rule, int threads, const char *cache,
+                       const char *what) {
+    gm_load_options o;
+    gm_load_options_default(&o);
+    o.devices = devices, o.sharding = rule, o.threads_per_device = threads, o.cache_length = 128;
+    o.use_mpi = false, o.weight_cache = cache;
+    gm_model *m = NULL;
+    if (gm_model_load(path, &o, &m) != GM_OK) fprintf(stderr, "load %s: %s\n", path, gm_last_error());
+    if (m && cache)
+        CHECK(strcmp(gm_model_weight_cache(m), "mapped") == 0, "%s: weight cache %s", what, gm_model_weight_cache(m));
     if (!m) {
         CHECK(0, "%s: the model did not load", what);
         return;
@@ -91,6 +101,10 @@ static void run(const char *path, int devices, gm_sharding rule, int threads, co
     free(exact), free(got), free(sorted);
 }
 
+static void run(const char *path, int devices, gm_sharding rule, int threads, const char *what) {
+    run_cached(path, devices, rule, threads, NULL, what);
+}
+
 int main(void) {
     bool sanitized = getenv("GM_SANITIZED") != NULL;
     if (sanitized) n_steps = 4;
@@ -99,6 +113,23 @@ int main(void) {
     gm_test_fixture("hf_tiny", tiny, sizeof tiny);
     run(tiny, 1, GM_SHARDING_REPLICATED, 1, "BF16 fixture, 1 device");
     run(tiny, 2, GM_SHARDING_FSDP, 2, "BF16 fixture, 2 devices fsdp, 2 threads");
+    /* the copy from the weight cache: written by a first load, mapped by the next */
+    char dir[] = "/tmp/gm_screen_copy_XXXXXX";
+    if (mkdtemp(dir)) {
+        gm_load_options o;
+        gm_load_options_default(&o);
+        o.use_mpi = false, o.weight_cache = dir, o.cache_length = 128;
+        gm_model *first = NULL;
+        CHECK(gm_model_load(tiny, &o, &first) == GM_OK && strcmp(gm_model_weight_cache(first), "written") == 0,
+              "BF16 fixture: the weight cache was not written (%s)", first ? gm_model_weight_cache(first) : "no model");
+        gm_model_free(first);
+        run_cached(tiny, 1, GM_SHARDING_REPLICATED, 1, dir, "BF16 fixture, 1 device, from the weight cache");
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        CHECK(system(cmd) == 0, "cannot remove %s", dir);
+    } else {
+        CHECK(0, "mkdtemp failed");
+    }
     const char *path = gm_test_model_path();
     if (!path) return gm_test_finish();
     run(path, 1, GM_SHARDING_REPLICATED, 1, "1 device");
