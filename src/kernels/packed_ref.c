@@ -147,10 +147,9 @@ void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *s
         q3 = q3 > 127.0f ? 127.0f : q3 < -127.0f ? -127.0f : q3;
         int p = gm_x8_pos(c);
         q[p] = (int8_t)q1, q[32 + p] = (int8_t)q2, q[64 + p] = (int8_t)q3;
-        sum[0] += (int32_t)q1, sum[1] += (int32_t)q2, sum[2] += (int32_t)q3;
         half[0][c / 16] += (int)q1, half[1][c / 16] += (int)q2, half[2][c / 16] += (int)q3;
     }
-    for (int k = 0; k < 3; k++) sum[3 + k] = gm_x8_half_pair(half[k][0], half[k][1]);
+    for (int k = 0; k < 3; k++) sum[k] = half[k][0] + half[k][1], sum[3 + k] = gm_x8_half_pair(half[k][0], half[k][1]);
     *e = d;
 }
 

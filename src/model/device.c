@@ -240,9 +240,8 @@ static void mm_chunk(void *ctx, int c, int slot) {
             atomic_fetch_add(tk->exact, done);
             return;
         }
-        if (tk->bound) { /* on the screening copy where the matrix has one (BF16) */
-            gm_packed_screen(m->screen8.data ? &m->screen8 : &m->packed, a, b, &tk->xq, tk->eb, Y,
-                             tk->bound + (a - tk->r0));
+        if (tk->bound) {
+            gm_packed_screen(gm_matrix_screened(m), a, b, &tk->xq, tk->eb, Y, tk->bound + (a - tk->r0));
             gm_screen_summarize(a, b, Y, tk->bound + (a - tk->r0), tk->lo + pa, tk->hi + pa);
             return;
         }
@@ -688,7 +687,7 @@ static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
  * Returns false (nothing done) where the mesh cannot screen; a device that cannot (fewer rows than top,
  * no memory, a NaN or inf in x) computes its rows exactly and joins the same gather. */
 static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *logits, gm_status *st) {
-    const gm_packed *S = E->screen8.data ? &E->screen8 : &E->packed; /* what the screen reads */
+    const gm_packed *S = gm_matrix_screened(E);
     if (top < 1 || top > GM_SCREEN_TOP_MAX || d->fast || !d->xq.b8 || !E->packed.data ||
         !gm_packed_can_screen(S->kind) || E->plan.split == GM_SPLIT_COLS || d->cfg->final_softcap > 0)
         return false;

@@ -21,12 +21,17 @@ typedef struct gm_matrix {
     void *data;            /* [rows][row_bytes] as stored in the file, or NULL when packed */
     gm_packed packed;      /* quantized types: the local slice as 16-row panels (packed.data != NULL) */
     gm_packed screen8;     /* the vocabulary matrix in BF16: its int8 screening copy (gm_pack_screen_copy), which
-                            * the screened product reads instead (screen8.data NULL: none) */
+                            * the screened product reads instead (screen8.data NULL: none; gm_matrix_screened) */
     uint64_t *off;         /* [n_devices + 1] output ranges per device for the gather (NONE/ROWS) */
     bool screen8_borrowed; /* screen8.data points into the weight cache's mapping */
     bool borrowed;         /* data / packed.data point into the weight cache's mapping or the device's
                             * arena of small matrices: not freed one by one */
 } gm_matrix;
+
+/* What the screened product of m reads: its screening copy where it has one, else its packed panels. */
+static inline const gm_packed *gm_matrix_screened(const gm_matrix *m) {
+    return m->screen8.data ? &m->screen8 : &m->packed;
+}
 
 typedef struct gm_layer_weights {
     float *attn_norm;      /* [D] (1 + w) */
