@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/huge_pages.h"
 #include "kernels/ops.h"
 
 int main(int argc, char **argv) {
@@ -38,7 +39,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t kv = (size_t)N * H;
-    float *K = malloc((size_t)L * kv * sizeof(float)), *V = malloc((size_t)L * kv * sizeof(float)); /* as the model */
+    /* in huge pages, as the model's cache (gm_kv_cache_init) */
+    float *K = gm_alloc_huge((size_t)L * kv * sizeof(float)), *V = gm_alloc_huge((size_t)L * kv * sizeof(float));
     const int R = heads * tokens; /* rows: token b's heads are rows b * heads .. */
     float *q = malloc((size_t)R * H * sizeof(float)), *out = malloc((size_t)R * H * sizeof(float));
     float *scores = malloc((size_t)R * (size_t)N * sizeof(float));

@@ -64,6 +64,7 @@ static const gm_kernel_ops *g_chosen;
 static const gm_packed_ops *g_packed;
 static const gm_vec_ops *g_vec;
 static gm_prefetch g_prefetch = {512, 3072}, g_prefetch_k = {512, 3072}; /* g_prefetch_k: compact K-quants */
+static bool g_attn_l2;
 
 /* A prefetch distance from the environment: anything but 0..65536 in steps of 64 keeps the default. */
 static void prefetch_env(const char *name, size_t *dist) {
@@ -94,6 +95,9 @@ static void init_once(void) {
      * 0 / 8192, the 4B Q4_K_M decoded +25 % on one thread; the one-stream kinds (8-bit tiles, BF16) run
      * fastest on the hardware prefetcher alone: 1B BF16 +30 %, 270M and 1B Q8_0 +10 % on one thread */
     if (g_cpu.amd && g_cpu.avx512) g_prefetch = (gm_prefetch){0, 0}, g_prefetch_k = (gm_prefetch){0, 8192};
+    g_attn_l2 = g_cpu.amd && g_cpu.avx512;
+    const char *kv = getenv("GM_KV_PREFETCH");
+    if (kv && (strcmp(kv, "l1") == 0 || strcmp(kv, "l2") == 0)) g_attn_l2 = kv[1] == '2';
     prefetch_env("GM_PREFETCH", &g_prefetch.l1);
     prefetch_env("GM_PREFETCH_L2", &g_prefetch.l2);
     prefetch_env("GM_PREFETCH", &g_prefetch_k.l1);
@@ -160,6 +164,11 @@ bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {
     pthread_once(&g_once, init_once);
     return gm_pack_kind_compact(k) ? g_prefetch_k : g_prefetch;
+}
+
+bool gm_attn_prefetch_l2(void) {
+    pthread_once(&g_once, init_once);
+    return g_attn_l2;
 }
 
 bool gm_cpu_bf16(void) {

@@ -79,10 +79,18 @@ GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
  * positions, softmax per row, then the value sums in blocks of positions with a group's accumulators in
  * registers (docs/BENCHMARKS.md, "Prefill attention: tokens share the keys and values"). Decode reads the
  * cache cold (a token's weights stream through the caches between layers), so the scores ask for the
- * key rows KEY_AHEAD positions later (the hardware prefetcher alone left 120 us per 512-position layer,
+ * key rows a few positions later (the hardware prefetcher alone left 120 us per 512-position layer,
  * `bench_attention`; with the keys and values asked for ahead 76-100 us; 270M decode +4 % at 512
- * positions, +5-9 % at 2048), and the value sums for the next block's values. */
-enum { KEY_AHEAD = 4, VALUE_BLOCK = 32 };
+ * positions, +5-9 % at 2048), and the value sums for the next block's values: into L1 KEY_AHEAD positions
+ * ahead, or on Zen 4 (gm_attn_prefetch_l2) into L2 KEY_AHEAD_L2 ahead, where requests into L1 held the
+ * stream to 9 GB/s (117 -> 72 us per 512-position layer; 270M decode at 512 positions +8 %). */
+enum { KEY_AHEAD = 4, KEY_AHEAD_L2 = 8, VALUE_BLOCK = 32 };
+
+/* Ask for the `bytes` at p into L2 (l2) or L1 */
+GM_AI void kv_prefetch(const char *p, size_t bytes, bool l2) {
+    if (l2) prefetch_lines_l2(p, bytes);
+    else prefetch_lines_l1(p, bytes);
+}
 
 enum { QS = 256 }; /* row stride of the queries' copy: head_dim <= QS (attention_rows_avx512) */
 
@@ -113,16 +121,16 @@ GM_AI void attn_tile4(const float *qb, int g, const char *const *k, size_t H, in
 /* The scores of ng groups of 4 rows at positions [lo, hi], 4 positions at a time (their key rows stay in L1
  * for every group), the last few one at a time. */
 GM_AI void attn_scores(int ng, const float *qb, const char *K, size_t stride, int slots, size_t H, int lo, int hi,
-                       size_t len, int n, float *scores, const bool f16) {
+                       size_t len, int n, float *scores, const bool f16, bool l2) {
     const size_t es = f16 ? 2 : 4;
     /* slot = s % slots, stepped without a division */
-    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + KEY_AHEAD) % (size_t)slots;
+    size_t slot = (size_t)lo % (size_t)slots, ahead = ((size_t)lo + (l2 ? KEY_AHEAD_L2 : KEY_AHEAD)) % (size_t)slots;
     int s = lo;
     for (; s + 3 <= hi; s += 4) {
         const char *k[4];
         for (int p = 0; p < 4; p++) {
             k[p] = K + slot * stride * es;
-            prefetch_lines_l1(K + ahead * stride * es, H * es);
+            kv_prefetch(K + ahead * stride * es, H * es, l2);
             slot = next_slot(slot, slots), ahead = next_slot(ahead, slots);
         }
 #pragma GCC unroll 4
@@ -157,7 +165,8 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
     _Alignas(64) float qb[GM_ATTN_ROWS_MAX * QS];
     attn_copy_queries(a, H, qb, QS);
     /* scores: sc[i][s - lo] */
-    attn_scores(ng, qb, K, stride, slots, H, lo, hi, len, n, scores, f16);
+    const bool l2 = gm_attn_prefetch_l2();
+    attn_scores(ng, qb, K, stride, slots, H, lo, hi, len, n, scores, f16, l2);
     /* softmax per row over its own positions; zero probability outside them */
     for (int i = 0; i < n; i++) {
         float *sc = scores + (size_t)i * len;
@@ -208,7 +217,7 @@ GM_AI void attention_rows_t(const gm_attn_rows *a, const void *Kv, const void *V
                 size_t vslot = (size_t)s0 % (size_t)slots, vahead = ((size_t)s0 + VALUE_BLOCK) % (size_t)slots;
                 for (int s = s0; s <= s1; s++, vslot = next_slot(vslot, slots), vahead = next_slot(vahead, slots)) {
                     const char *v = V + vslot * stride * es;
-                    if (fetch) prefetch_lines_l1(V + vahead * stride * es + c * es, 64 * es);
+                    if (fetch) kv_prefetch(V + vahead * stride * es + c * es, 64 * es, l2);
                     __m512 v0 = kv16(v, c, f16), v1 = kv16(v, c + 16, f16), v2 = kv16(v, c + 32, f16),
                            v3 = kv16(v, c + 48, f16);
                     const float *p = scores + (size_t)i0 * len + (size_t)(s - lo);

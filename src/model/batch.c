@@ -127,7 +127,7 @@ static void batch_worker(void *ctx, int local, int n_local) {
     gm_status st2 = run_rows(j, local, rows, logits);
     if (st == GM_OK) st = st2;
     for (int r = 0; rows && r < per; r++) {
-        gm_kv_cache_free(&rows[r].kv, m->cfg.n_layers);
+        gm_kv_cache_free(&rows[r].kv);
         gm_sampler_free(rows[r].sampler);
         free(rows[r].gen);
     }

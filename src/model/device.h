@@ -20,7 +20,8 @@ typedef struct gm_kv_layer {
 } gm_kv_layer;
 
 typedef struct gm_kv_cache {
-    gm_kv_layer *layers; /* [n_layers] */
+    gm_kv_layer *layers; /* [n_layers], their k and v in `block` */
+    void *block;         /* the whole cache, in huge pages (gm_kv_cache_init) */
     uint64_t bytes;
     bool f16;            /* keys and values rounded to half precision (--precision fast, as llama.cpp) */
 } gm_kv_cache;
@@ -77,7 +78,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
 void gm_device_free(gm_device *d);
 
 gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length, bool f16);
-void gm_kv_cache_free(gm_kv_cache *kv, int n_layers);
+void gm_kv_cache_free(gm_kv_cache *kv);
 
 /* Run tokens [T] at positions pos0.. through the model on this device. logits_last [V] and/or
  * logits_all (position t at logits_all + t * all_stride; stride 0 reuses one [V] buffer) are filled on

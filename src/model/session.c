@@ -41,7 +41,7 @@ gm_status gm_session_create_local(gm_model *m, int id, gm_session **out) {
 void gm_session_destroy_local(gm_session *s) {
     if (!s) return;
     gm_model *m = s->model;
-    for (int i = 0; s->kv && i < m->n_local; i++) gm_kv_cache_free(&s->kv[i], m->cfg.n_layers);
+    for (int i = 0; s->kv && i < m->n_local; i++) gm_kv_cache_free(&s->kv[i]);
     free(s->kv);
     if (m->sessions[s->id] == s) m->sessions[s->id] = NULL;
     free(s);

@@ -4,38 +4,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "base/huge_pages.h"
 #include "base/threads.h"
 #include "kernels/matvec.h"
 #include "model/weight_cache.h"
 
 /* Weights live in anonymous memory (the model file's mapped page cache sits in 4 KiB pages: slower to
- * stream), in transparent huge pages unless GM_HUGEPAGES=0: the hardware prefetcher runs across a
- * 2 MiB page but stops at every 4 KiB one (270M decode, 1 thread: 77-81 tok/s with, 62-72 without).
- * The price is the first touch: right after the file filled the page cache a huge-page fault may go
- * through compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without; docs/BENCHMARKS.md, "Load").
- * The weight cache (weight_cache.h) avoids that price: its own file, read back in 2 MiB folios. */
-#define HUGE_PAGE_BYTES (2u << 20)
+ * stream), in transparent huge pages unless GM_HUGEPAGES=0 (base/huge_pages.h; 270M decode, 1 thread:
+ * 77-81 tok/s with, 62-72 without). The price is the first touch: right after the file filled the page
+ * cache a huge-page fault may go through compaction (1B Q8_0 load: 1.5-2.0 s with, 0.5-1.1 s without;
+ * docs/BENCHMARKS.md, "Load"). The weight cache (weight_cache.h) avoids that price: its own file, read
+ * back in 2 MiB folios. */
 #define ARENA_CHUNK_BYTES (32u << 20)
 #define ARENA_MIN_OWN (4u << 20) /* matrices this large get an allocation of their own */
-
-static void *alloc_huge(size_t bytes) {
-    void *p = NULL;
-    if (posix_memalign(&p, HUGE_PAGE_BYTES, bytes ? bytes : 64) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    const char *e = getenv("GM_HUGEPAGES");
-    if (!(e && *e == '0')) madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 /* Small matrices are carved out of the arena's chunks, 64-byte aligned, so that they too sit in
  * huge pages: on their own (a 1.25 MB matrix is never 2 MiB aligned) they were in 4 KiB pages. Sets
  * *borrowed when the memory belongs to the arena. */
 static void *alloc_weights(gm_weight_arena *a, size_t bytes, bool *borrowed) {
     *borrowed = false;
-    if (bytes >= ARENA_MIN_OWN) return alloc_huge(bytes);
+    if (bytes >= ARENA_MIN_OWN) return gm_alloc_huge(bytes);
     size_t need = (bytes + 63) & ~(size_t)63;
     if (a->n_chunks == 0 || ARENA_CHUNK_BYTES - a->used < need) {
         if (a->n_chunks == a->cap_chunks) {
@@ -45,7 +34,7 @@ static void *alloc_weights(gm_weight_arena *a, size_t bytes, bool *borrowed) {
             a->chunks = c;
             a->cap_chunks = cap;
         }
-        void *chunk = alloc_huge(ARENA_CHUNK_BYTES);
+        void *chunk = gm_alloc_huge(ARENA_CHUNK_BYTES);
         if (!chunk) return NULL;
         a->chunks[a->n_chunks++] = chunk;
         a->used = 0;
@@ -364,7 +353,7 @@ static gm_status load_screen_copy(load_ctx *lc, gm_matrix *m, uint64_t *bytes) {
         *bytes += n;
         return GM_OK;
     }
-    m->screen8.data = alloc_huge(n);
+    m->screen8.data = gm_alloc_huge(n);
     if (!m->screen8.data)
         return gm_fail(GM_ERR_NOMEM, "%s: cannot allocate %zu bytes for the screening copy of '%s' (device %d)",
                        gm_source_path(lc->src), n, m->name, lc->dev);
