@@ -8,8 +8,8 @@
 
 #define GM_HUGE_PAGE_BYTES ((size_t)2 << 20)
 
-/* `bytes` (0 allowed) aligned to 2 MiB and advised into huge pages unless GM_HUGEPAGES=0; release with
- * free(). NULL when out of memory. */
+/* `bytes` (0 allowed) aligned to 2 MiB and advised into huge pages unless GM_HUGEPAGES=0, or under 2 MiB
+ * aligned to a cache line in ordinary pages; release with free(). NULL when out of memory. */
 void *gm_alloc_huge(size_t bytes);
 
 #endif
