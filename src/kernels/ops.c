@@ -6,6 +6,7 @@
 
 #include "kernels/kernels_internal.h"
 #include "kernels/matvec.h"
+#include "kernels/packed.h"
 
 void gm_rmsnorm_ref(float *out, const float *x, const float *w, size_t n, float eps) {
     double ss = 0; /* double: the sum over 5376 squares must not depend on summation order much */
@@ -169,8 +170,33 @@ void gm_exp_sums_f32_ref(const float *x, size_t n, float max, const float *floor
     }
 }
 
+void gm_panel_bounds_rows(size_t s, size_t e, size_t a, const float *y, const float *bound, double *lo, double *hi) {
+    double l = -INFINITY, h = -INFINITY;
+    bool nan = false;
+    for (size_t r = s; r < e; r++) {
+        double v = (double)y[r - a], d = (double)bound[r - a], down = v - d, up = v + d;
+        l = down > l ? down : l; /* a NaN compares false: left out */
+        h = up > h ? up : h;
+        nan |= up != up;
+    }
+    *lo = l;
+    *hi = nan ? INFINITY : h;
+}
+
+void gm_panel_bounds_ref(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
+        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
+        size_t e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        gm_panel_bounds_rows(s, e, a, y, bound, lo + (p - a / GM_PANEL_ROWS), hi + (p - a / GM_PANEL_ROWS));
+    }
+}
+
 const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref, gm_argmax_f32_ref,
-                                  gm_exp_sums_f32_ref};
+                                  gm_exp_sums_f32_ref, gm_panel_bounds_ref};
+
+void gm_panel_bounds(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+    gm_vec_ops_chosen()->panel_bounds(a, b, y, bound, lo, hi);
+}
 
 size_t gm_argmax_f32(const float *x, size_t n) { return gm_vec_ops_chosen()->argmax(x, n); }
 

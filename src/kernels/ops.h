@@ -1,5 +1,6 @@
 /* The non-matrix operations of the Gemma 3 forward pass, in f32, and the sampler's vocabulary passes.
- * rmsnorm, geglu, the attention rows, argmax and the top-p masses have SIMD versions picked at run time
+ * rmsnorm, geglu, the attention rows, argmax, the top-p masses and the panel bounds have SIMD versions
+ * picked at run time
  * (ops_avx512.c; the scalar code in ops.c is their reference); they differ from it only by summation
  * order and by exp / tanh accurate to a few ulp. */
 #ifndef GM_KERNELS_OPS_H
@@ -31,6 +32,11 @@ size_t gm_argmax_f32(const float *x, size_t n);
 void gm_exp_sums_f32(const float *x, size_t n, float max, const float *floors, int nf, double *sums);
 /* y += a * x */
 void gm_axpy_f32(float *y, float a, const float *x, size_t n);
+/* The screened vocabulary product's panel summaries (model/vocab_screen.h): for each 16-row panel p of
+ * rows [a, b) (y[r - a], bound[r - a]; whole panels but for a cut at a or b), lo[p - a / 16] = the largest
+ * y - bound and hi[p - a / 16] the largest y + bound of its rows, in f64; a NaN lower bound is left out
+ * (-inf when all are), a NaN upper bound makes hi +inf. */
+void gm_panel_bounds(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi);
 
 /* Attention of up to GM_ATTN_ROWS_MAX query rows that share one kv head: row i sees positions
  * [first[i], last[i]]; position s's key is at K + (s % slots) * stride elements (values likewise), f32 or

@@ -333,4 +333,33 @@ static void exp_sums_avx2(const float *x, size_t n, float max, const float *floo
     sums[nf] = hsum4d(_mm256_add_pd(all0, all1));
 }
 
-const gm_vec_ops gm_vec_avx2 = {rmsnorm_avx2, geglu_avx2, attention_rows_avx2, argmax_avx2, exp_sums_avx2};
+/* As panel_bounds_avx512, 4 rows per vector */
+static void panel_bounds_avx2(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+    const __m256d ninf = _mm256_set1_pd(-INFINITY);
+    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
+        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
+        size_t e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+        double *l = lo + (p - a / GM_PANEL_ROWS), *h = hi + (p - a / GM_PANEL_ROWS);
+        if (e - s < GM_PANEL_ROWS) {
+            gm_panel_bounds_rows(s, e, a, y, bound, l, h);
+            continue;
+        }
+        __m256d m = ninf, u = ninf;
+        int nan = 0;
+        for (int k = 0; k < GM_PANEL_ROWS; k += 4) {
+            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(y + (s - a) + k));
+            __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(bound + (s - a) + k));
+            __m256d up = _mm256_add_pd(v, d);
+            m = _mm256_max_pd(_mm256_sub_pd(v, d), m);
+            u = _mm256_max_pd(up, u);
+            nan |= _mm256_movemask_pd(_mm256_cmp_pd(up, up, _CMP_UNORD_Q));
+        }
+        __m128d m2 = _mm_max_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1));
+        __m128d u2 = _mm_max_pd(_mm256_castpd256_pd128(u), _mm256_extractf128_pd(u, 1));
+        *l = _mm_cvtsd_f64(_mm_max_sd(m2, _mm_unpackhi_pd(m2, m2)));
+        *h = nan ? INFINITY : _mm_cvtsd_f64(_mm_max_sd(u2, _mm_unpackhi_pd(u2, u2)));
+    }
+}
+
+const gm_vec_ops gm_vec_avx2 = {rmsnorm_avx2, geglu_avx2, attention_rows_avx2, argmax_avx2, exp_sums_avx2,
+                                panel_bounds_avx2};

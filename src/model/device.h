@@ -64,7 +64,7 @@ typedef struct gm_device {
     /* the screened vocabulary product (vocab_screen.h), allocated at its first use */
     float *screen_bound;        /* [screen_cap] the bounds of this device's vocabulary rows */
     double *screen_lo;          /* [2 screen_panels] each panel's largest lower bound, then its largest upper
-                                 * bound (gm_screen_summarize) */
+                                 * bound (gm_panel_bounds) */
     size_t screen_panels;
     double *screen_heap;        /* [screen_top] */
     float *screen_eb;           /* [vocabulary matrix columns / 32] per-block errors (gm_packed_screen_errors) */

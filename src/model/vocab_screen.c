@@ -40,22 +40,6 @@ static void panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
     *e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
 }
 
-void gm_screen_summarize(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
-    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
-        size_t s, e;
-        panel_rows(p, a, b, &s, &e);
-        double l = -INFINITY, h = -INFINITY;
-        bool nan = false;
-        for (size_t r = s; r < e; r++) {
-            double v = (double)y[r - a], d = (double)bound[r - a], down = v - d, up = v + d;
-            l = down > l ? down : l; /* a NaN compares false: left out */
-            h = up > h ? up : h;
-            nan |= up != up;
-        }
-        lo[p - a / GM_PANEL_ROWS] = l;
-        hi[p - a / GM_PANEL_ROWS] = nan ? INFINITY : h;
-    }
-}
 
 double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t r1, const double *lo, int top,
                            double *heap) {

@@ -11,21 +11,16 @@
 /* Largest `top` the screen serves; beyond it the whole product runs exactly. */
 enum { GM_SCREEN_TOP_MAX = 1024 };
 
-/* For each 16-row panel p of rows [a, b) (whole panels, but for a cut at a or b; y[r - a], bound[r - a]):
- * lo[p - a / 16] = the largest lower bound y - bound of its rows and hi[p - a / 16] the largest upper bound
- * y + bound, in f64. A NaN lower bound counts as -inf (it never enters the threshold), a NaN upper bound as
- * +inf (its panel is recomputed). Run beside the screen, on the same threads, while y and bound are hot. */
-void gm_screen_summarize(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi);
-
 /* The top-th largest lower bound over rows [r0, r1) (y[r - r0], bound[r - r0]; NaN as -inf), -inf when
- * there are fewer than top rows; lo from gm_screen_summarize (lo[p - r0 / 16]). Only the rows of the
+ * there are fewer than top rows; lo from gm_panel_bounds (kernels/ops.h: each panel's largest
+ * lower bound, lo[p - r0 / 16], computed beside the screen while y and bound are hot). Only the rows of the
  * panels whose largest lower bound reaches the top-th largest panel maximum are read (that maximum is at
  * most the answer: top panels hold a row at or above it). heap: room for top doubles. */
 double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t r1, const double *lo, int top,
                            double *heap);
 
 /* Rows [a, b) of P with screened values y[r - a]: every 16-row panel whose largest upper bound (hi[p -
- * a / 16], gm_screen_summarize) reaches tau gets its exact values (gm_packed_matvec with xq's int16 terms)
+ * a / 16], gm_panel_bounds) reaches tau gets its exact values (gm_packed_matvec with xq's int16 terms)
  * in y. Returns the number of rows recomputed. */
 size_t gm_screen_recompute(const gm_packed *P, size_t a, size_t b, const gm_xq *xq, float *y, const double *hi,
                            double tau);

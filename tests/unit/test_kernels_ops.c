@@ -3,7 +3,8 @@
  * geglu within 4e-7 of |gate * up| (the f64 GELU-tanh), attention rows within 1e-5 of sum |p v| with
  * windows, ring-buffer wrap-around, 1-32 rows (and each group of 4 alone: the same bits) and a softcap;
  * attention cut into pieces and merged (split decoding) against the f64 softmax; argmax against the
- * first-maximum loop; the top-p masses against f64 sums; plus the RoPE table against gm_rope. */
+ * first-maximum loop; the top-p masses against f64 sums; the panel bounds against the f64 maxima of each
+ * panel's rows (NaN, inf, ties, signed zeros, ranges cut inside panels); plus the RoPE table against gm_rope. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -295,6 +296,44 @@ static void test_rope(void) {
     }
 }
 
+/* Each 16-row panel's largest y - bound and y + bound over rows [a, b), as the formula says, against
+ * gm_panel_bounds: a NaN lower bound left out, a NaN upper bound making the panel's +inf */
+static void test_panel_bounds(const gm_vec_ops *ops, const char *name) {
+    enum { N = 1000 };
+    float y[N], bound[N];
+    double lo[N / 16 + 2], hi[N / 16 + 2];
+    for (int trial = 0; trial < 300; trial++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t k = rnd() % 64;
+            y[i] = trial % 3 == 0 ? (float)(rnd() % 5) - 2.0f : rnd_nonzero() * 20.0f; /* ties every third trial */
+            bound[i] = trial % 3 == 0 ? (float)(rnd() % 2) : fabsf(rnd_nonzero());
+            if (k == 0) y[i] = NAN;
+            else if (k == 1) bound[i] = NAN;
+            else if (k == 2) y[i] = (rnd() & 1) ? INFINITY : -INFINITY;
+            else if (k == 3) y[i] = (rnd() & 1) ? 0.0f : -0.0f, bound[i] = (rnd() & 1) ? 0.0f : -0.0f;
+            if (trial % 7 == 1 && i % 16 < 15) y[i] = NAN; /* panels with one number left */
+            if (trial % 11 == 2) bound[i] = NAN;          /* panels with none */
+        }
+        size_t a = trial < 100 ? 0 : rnd() % N, b = trial < 50 ? N - N % 16 : a + rnd() % (N - a + 1);
+        if (b <= a) continue;
+        ops->panel_bounds(a, b, y + a, bound + a, lo, hi);
+        int bad = 0;
+        for (size_t p = a / 16; p * 16 < b; p++) {
+            double l = -INFINITY, h = -INFINITY;
+            bool nan = false;
+            for (size_t r = p * 16 > a ? p * 16 : a; r < (p + 1) * 16 && r < b; r++) {
+                double down = (double)y[r] - (double)bound[r], up = (double)y[r] + (double)bound[r];
+                if (!isnan(down)) l = fmax(l, down);
+                if (isnan(up)) nan = true;
+                else h = fmax(h, up);
+            }
+            if (nan) h = INFINITY;
+            bad += !(lo[p - a / 16] == l) + !(hi[p - a / 16] == h);
+        }
+        CHECK(bad == 0, "%s panel bounds, trial %d, rows [%zu, %zu): %d values off", name, trial, a, b, bad);
+    }
+}
+
 int main(void) {
     test_rope();
     const char *isas[] = {"scalar", "avx2", "avx512"};
@@ -312,6 +351,7 @@ int main(void) {
         test_attention_pieces(ops, isas[i]);
         test_argmax(ops, isas[i]);
         test_exp_sums(ops, isas[i]);
+        test_panel_bounds(ops, isas[i]);
     }
     printf("op paths tested: %d\n", ran);
     return gm_test_finish();

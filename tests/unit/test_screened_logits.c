@@ -1,7 +1,8 @@
 /* gm_session_forward_top (the screened vocabulary product) against gm_session_forward on the real 270M,
  * whose vocabulary matrix is Q8_0, and on the tiny BF16 fixture (hf_tiny, 512 rows), whose matrix the
  * screen reads through its int8 screening copy: at the prompt's last position and at every one of 16 greedy steps,
- * for top 1, 3 and 64, on 1 device (1 and 2 threads), 2 and 3 fsdp devices, 2 tp and 2 replicated:
+ * for top 1, 3 and 64, on 1 device (1 and 2 threads), 2 and 3 fsdp devices, 2 tp and 3 replicated (rows cut
+ * inside panels):
  *  - every logit at or above the top-th largest exact one is bit for bit the exact one;
  *  - every other value is below it (4 steps and 3 of the meshes under the sanitizers);
  * so greedy and top-k sampling read exactly what the whole product gives. Where the chosen kernels
@@ -138,7 +139,7 @@ int main(void) {
     if (!sanitized) {
         run(path, 1, GM_SHARDING_REPLICATED, 2, "1 device, 2 threads");
         run(path, 2, GM_SHARDING_FSDP, 1, "2 devices fsdp");
-        run(path, 2, GM_SHARDING_REPLICATED, 1, "2 devices replicated");
+        run(path, 3, GM_SHARDING_REPLICATED, 1, "3 devices replicated (rows cut inside panels)");
     }
     /* bad arguments */
     CHECK(gm_session_forward_top(NULL, NULL, 1, 1, NULL) == GM_ERR_ARG, "NULL session");

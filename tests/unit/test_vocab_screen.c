@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/matvec.h"
+#include "kernels/ops.h"
 #include "kernels/packed.h"
 #include "model/vocab_screen.h"
 #include "test_util.h"
@@ -36,7 +37,7 @@ static void summarize_in_chunks(size_t r0, size_t r1, const float *y, const floa
         a = a < r0 ? r0 : a, b = b > r1 ? r1 : b;
         if (b <= a) continue;
         size_t pa = a / GM_PANEL_ROWS - p0;
-        gm_screen_summarize(a, b, y + (a - r0), bound + (a - r0), lo + pa, hi + pa);
+        gm_panel_bounds(a, b, y + (a - r0), bound + (a - r0), lo + pa, hi + pa);
     }
 }
 
