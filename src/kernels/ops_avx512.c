@@ -83,7 +83,7 @@ GM_AI __m512 kv16(const void *row, size_t j, const bool f16) {
  * `bench_attention`; with the keys and values asked for ahead 76-100 us; 270M decode +4 % at 512
  * positions, +5-9 % at 2048), and the value sums for the next block's values: into L1 KEY_AHEAD positions
  * ahead, or on Zen 4 (gm_attn_prefetch_l2) into L2 KEY_AHEAD_L2 ahead, where requests into L1 held the
- * stream to 9 GB/s (117 -> 72 us per 512-position layer; 270M decode at 512 positions +8 %). */
+ * stream to 9 GB/s (117 -> 72 us per 512-position layer; 270M decode at 512 positions +14 %). */
 enum { KEY_AHEAD = 4, KEY_AHEAD_L2 = 8, VALUE_BLOCK = 32 };
 
 /* Ask for the `bytes` at p into L2 (l2) or L1 */

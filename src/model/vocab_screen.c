@@ -40,7 +40,6 @@ static void panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
     *e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
 }
 
-
 double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t r1, const double *lo, int top,
                            double *heap) {
     if (top < 1 || r1 < r0 + (size_t)top) return -INFINITY;
