@@ -102,12 +102,10 @@ typedef struct gm_vec_ops {
                            size_t H, float softcap, float *scores);
     size_t (*argmax)(const float *x, size_t n);
     void (*exp_sums)(const float *x, size_t n, float max, const float *floors, int nf, double *sums);
-    void (*panel_bounds)(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi);
+    /* gm_panel_bounds over `panels` whole panels (rows 16 p .. 16 p + 15 at y + 16 p; gm_panel_bounds takes
+     * the panels cut at a or b) */
+    void (*panel_bounds)(const float *y, const float *bound, size_t panels, double *lo, double *hi);
 } gm_vec_ops;
-/* The reference gm_panel_bounds, and its loop over rows [s, e) of one panel (also the SIMD versions' for
- * a panel cut at a or b) */
-void gm_panel_bounds_ref(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi);
-void gm_panel_bounds_rows(size_t s, size_t e, size_t a, const float *y, const float *bound, double *lo, double *hi);
 
 extern const gm_vec_ops gm_vec_scalar;
 extern const gm_vec_ops gm_vec_avx2;

@@ -170,11 +170,12 @@ void gm_exp_sums_f32_ref(const float *x, size_t n, float max, const float *floor
     }
 }
 
-void gm_panel_bounds_rows(size_t s, size_t e, size_t a, const float *y, const float *bound, double *lo, double *hi) {
+/* The largest lower and upper bound of n rows (a NaN lower bound left out, a NaN upper bound: +inf) */
+static void panel_rows_bounds(const float *y, const float *bound, size_t n, double *lo, double *hi) {
     double l = -INFINITY, h = -INFINITY;
     bool nan = false;
-    for (size_t r = s; r < e; r++) {
-        double v = (double)y[r - a], d = (double)bound[r - a], down = v - d, up = v + d;
+    for (size_t r = 0; r < n; r++) {
+        double v = (double)y[r], d = (double)bound[r], down = v - d, up = v + d;
         l = down > l ? down : l; /* a NaN compares false: left out */
         h = up > h ? up : h;
         nan |= up != up;
@@ -183,19 +184,29 @@ void gm_panel_bounds_rows(size_t s, size_t e, size_t a, const float *y, const fl
     *hi = nan ? INFINITY : h;
 }
 
-void gm_panel_bounds_ref(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
-    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
-        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
-        size_t e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
-        gm_panel_bounds_rows(s, e, a, y, bound, lo + (p - a / GM_PANEL_ROWS), hi + (p - a / GM_PANEL_ROWS));
-    }
+static void panel_bounds_ref(const float *y, const float *bound, size_t panels, double *lo, double *hi) {
+    for (size_t p = 0; p < panels; p++)
+        panel_rows_bounds(y + GM_PANEL_ROWS * p, bound + GM_PANEL_ROWS * p, GM_PANEL_ROWS, lo + p, hi + p);
 }
 
 const gm_vec_ops gm_vec_scalar = {gm_rmsnorm_ref, gm_geglu_ref, gm_attention_rows_ref, gm_argmax_f32_ref,
-                                  gm_exp_sums_f32_ref, gm_panel_bounds_ref};
+                                  gm_exp_sums_f32_ref, panel_bounds_ref};
 
+/* Runs of whole panels go to the chosen kernel, a panel cut at a or b to the loop over its rows */
 void gm_panel_bounds(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
-    gm_vec_ops_chosen()->panel_bounds(a, b, y, bound, lo, hi);
+    const size_t P = GM_PANEL_ROWS, p0 = a / P;
+    const gm_vec_ops *ops = gm_vec_ops_chosen();
+    for (size_t p = p0; p * P < b;) {
+        size_t s = p * P < a ? a : p * P, e = (p + 1) * P < b ? (p + 1) * P : b;
+        if (e - s == P) { /* s = p P: the whole panels from p on */
+            size_t n = (b - s) / P;
+            ops->panel_bounds(y + (s - a), bound + (s - a), n, lo + (p - p0), hi + (p - p0));
+            p += n;
+        } else {
+            panel_rows_bounds(y + (s - a), bound + (s - a), e - s, lo + (p - p0), hi + (p - p0));
+            p++;
+        }
+    }
 }
 
 size_t gm_argmax_f32(const float *x, size_t n) { return gm_vec_ops_chosen()->argmax(x, n); }

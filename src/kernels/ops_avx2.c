@@ -334,21 +334,13 @@ static void exp_sums_avx2(const float *x, size_t n, float max, const float *floo
 }
 
 /* As panel_bounds_avx512, 4 rows per vector */
-static void panel_bounds_avx2(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+static void panel_bounds_avx2(const float *y, const float *bound, size_t panels, double *lo, double *hi) {
     const __m256d ninf = _mm256_set1_pd(-INFINITY);
-    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
-        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
-        size_t e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
-        double *l = lo + (p - a / GM_PANEL_ROWS), *h = hi + (p - a / GM_PANEL_ROWS);
-        if (e - s < GM_PANEL_ROWS) {
-            gm_panel_bounds_rows(s, e, a, y, bound, l, h);
-            continue;
-        }
+    for (size_t p = 0; p < panels; p++, y += GM_PANEL_ROWS, bound += GM_PANEL_ROWS) {
         __m256d m = ninf, u = ninf;
         int nan = 0;
         for (int k = 0; k < GM_PANEL_ROWS; k += 4) {
-            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(y + (s - a) + k));
-            __m256d d = _mm256_cvtps_pd(_mm_loadu_ps(bound + (s - a) + k));
+            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(y + k)), d = _mm256_cvtps_pd(_mm_loadu_ps(bound + k));
             __m256d up = _mm256_add_pd(v, d);
             m = _mm256_max_pd(_mm256_sub_pd(v, d), m);
             u = _mm256_max_pd(up, u);
@@ -356,8 +348,8 @@ static void panel_bounds_avx2(size_t a, size_t b, const float *y, const float *b
         }
         __m128d m2 = _mm_max_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd(m, 1));
         __m128d u2 = _mm_max_pd(_mm256_castpd256_pd128(u), _mm256_extractf128_pd(u, 1));
-        *l = _mm_cvtsd_f64(_mm_max_sd(m2, _mm_unpackhi_pd(m2, m2)));
-        *h = nan ? INFINITY : _mm_cvtsd_f64(_mm_max_sd(u2, _mm_unpackhi_pd(u2, u2)));
+        lo[p] = _mm_cvtsd_f64(_mm_max_sd(m2, _mm_unpackhi_pd(m2, m2)));
+        hi[p] = nan ? INFINITY : _mm_cvtsd_f64(_mm_max_sd(u2, _mm_unpackhi_pd(u2, u2)));
     }
 }
 

@@ -317,29 +317,22 @@ static void exp_sums_avx512(const float *x, size_t n, float max, const float *fl
     sums[nf] = _mm512_reduce_add_pd(_mm512_add_pd(all0, all1));
 }
 
-/* 16 rows at a time in f64: vmaxpd returns its second operand when one is NaN, so a NaN bound never
+/* A panel's 16 rows as f64 lanes: vmaxpd returns its second operand when one is NaN, so a NaN bound never
  * replaces the running maximum (from -inf), and the lanes' maxima, NaN-free, reduce in any order to what
- * the reference's loop gives; panels cut at a or b go through the reference's loop. One chain of dependent
- * maxsd per row held the 270M's 262144 rows to ~0.28 ms a token on one thread. */
-static void panel_bounds_avx512(size_t a, size_t b, const float *y, const float *bound, double *lo, double *hi) {
+ * the reference's loop gives. One chain of dependent maxsd per row held the 270M's 262144 rows to ~0.28 ms
+ * a token on one thread. */
+static void panel_bounds_avx512(const float *y, const float *bound, size_t panels, double *lo, double *hi) {
     const __m512d ninf = _mm512_set1_pd(-INFINITY);
-    for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
-        size_t s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
-        size_t e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
-        double *l = lo + (p - a / GM_PANEL_ROWS), *h = hi + (p - a / GM_PANEL_ROWS);
-        if (e - s < GM_PANEL_ROWS) {
-            gm_panel_bounds_rows(s, e, a, y, bound, l, h);
-            continue;
-        }
-        __m512 v = _mm512_loadu_ps(y + (s - a)), d = _mm512_loadu_ps(bound + (s - a));
+    for (size_t p = 0; p < panels; p++, y += GM_PANEL_ROWS, bound += GM_PANEL_ROWS) {
+        __m512 v = _mm512_loadu_ps(y), d = _mm512_loadu_ps(bound);
         __m512d v0 = _mm512_cvtps_pd(_mm512_castps512_ps256(v)), v1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
         __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(d)), d1 = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d, 1));
         __m512d up0 = _mm512_add_pd(v0, d0), up1 = _mm512_add_pd(v1, d1);
         __m512d m = _mm512_max_pd(_mm512_sub_pd(v1, d1), _mm512_max_pd(_mm512_sub_pd(v0, d0), ninf));
         __m512d u = _mm512_max_pd(up1, _mm512_max_pd(up0, ninf));
         __mmask8 nan = _mm512_cmp_pd_mask(up0, up0, _CMP_UNORD_Q) | _mm512_cmp_pd_mask(up1, up1, _CMP_UNORD_Q);
-        *l = _mm512_reduce_max_pd(m);
-        *h = nan ? INFINITY : _mm512_reduce_max_pd(u);
+        lo[p] = _mm512_reduce_max_pd(m);
+        hi[p] = nan ? INFINITY : _mm512_reduce_max_pd(u);
     }
 }
 

@@ -296,8 +296,23 @@ static void test_rope(void) {
     }
 }
 
-/* Each 16-row panel's largest y - bound and y + bound over rows [a, b), as the formula says, against
- * gm_panel_bounds: a NaN lower bound left out, a NaN upper bound making the panel's +inf */
+/* Panel p's largest y - bound and y + bound over its rows within [a, b), as the formula says (a NaN lower
+ * bound left out, a NaN upper bound making the panel's +inf); the number of the two that differ from lo, hi */
+static int panel_bounds_off(const float *y, const float *bound, size_t a, size_t b, size_t p, double lo, double hi) {
+    double l = -INFINITY, h = -INFINITY;
+    bool nan = false;
+    for (size_t r = p * 16 > a ? p * 16 : a; r < (p + 1) * 16 && r < b; r++) {
+        double down = (double)y[r] - (double)bound[r], up = (double)y[r] + (double)bound[r];
+        if (!isnan(down)) l = fmax(l, down);
+        if (isnan(up)) nan = true;
+        else h = fmax(h, up);
+    }
+    if (nan) h = INFINITY;
+    return !(lo == l) + !(hi == h);
+}
+
+/* The kernel's whole panels, and gm_panel_bounds over ranges cut inside panels (the chosen kernel for the
+ * whole ones between), against the formula */
 static void test_panel_bounds(const gm_vec_ops *ops, const char *name) {
     enum { N = 1000 };
     float y[N], bound[N];
@@ -314,23 +329,17 @@ static void test_panel_bounds(const gm_vec_ops *ops, const char *name) {
             if (trial % 7 == 1 && i % 16 < 15) y[i] = NAN; /* panels with one number left */
             if (trial % 11 == 2) bound[i] = NAN;          /* panels with none */
         }
-        size_t a = trial < 100 ? 0 : rnd() % N, b = trial < 50 ? N - N % 16 : a + rnd() % (N - a + 1);
-        if (b <= a) continue;
-        ops->panel_bounds(a, b, y + a, bound + a, lo, hi);
+        size_t p0 = rnd() % (N / 16), p1 = p0 + rnd() % (N / 16 - p0 + 1); /* whole panels [p0, p1) */
+        ops->panel_bounds(y + 16 * p0, bound + 16 * p0, p1 - p0, lo, hi);
         int bad = 0;
-        for (size_t p = a / 16; p * 16 < b; p++) {
-            double l = -INFINITY, h = -INFINITY;
-            bool nan = false;
-            for (size_t r = p * 16 > a ? p * 16 : a; r < (p + 1) * 16 && r < b; r++) {
-                double down = (double)y[r] - (double)bound[r], up = (double)y[r] + (double)bound[r];
-                if (!isnan(down)) l = fmax(l, down);
-                if (isnan(up)) nan = true;
-                else h = fmax(h, up);
-            }
-            if (nan) h = INFINITY;
-            bad += !(lo[p - a / 16] == l) + !(hi[p - a / 16] == h);
-        }
-        CHECK(bad == 0, "%s panel bounds, trial %d, rows [%zu, %zu): %d values off", name, trial, a, b, bad);
+        for (size_t p = p0; p < p1; p++) bad += panel_bounds_off(y, bound, 16 * p0, 16 * p1, p, lo[p - p0], hi[p - p0]);
+        CHECK(bad == 0, "%s panel bounds, trial %d, panels [%zu, %zu): %d values off", name, trial, p0, p1, bad);
+        size_t a = rnd() % N, b = a + 1 + rnd() % (N - a); /* rows [a, b), cut anywhere */
+        gm_panel_bounds(a, b, y + a, bound + a, lo, hi);
+        bad = 0;
+        for (size_t p = a / 16; p * 16 < b; p++)
+            bad += panel_bounds_off(y, bound, a, b, p, lo[p - a / 16], hi[p - a / 16]);
+        CHECK(bad == 0, "panel bounds over rows [%zu, %zu), trial %d: %d values off", a, b, trial, bad);
     }
 }
 
