@@ -6,7 +6,7 @@
 
 void *gm_alloc_huge(size_t bytes) {
     void *p = NULL;
-    /* under 2 MiB a huge page would hold more than was asked for (many small KV caches of a batch) */
+    /* under 2 MiB a huge page would hold more than was asked for, all of it resident from the first touch */
     if (bytes < GM_HUGE_PAGE_BYTES) return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
     if (posix_memalign(&p, GM_HUGE_PAGE_BYTES, bytes) != 0) return NULL;
 #ifdef MADV_HUGEPAGE

@@ -123,39 +123,38 @@ static int kv_slots(const gm_config *cfg, int l, int cache_length) {
     return cache_length;
 }
 
-/* Bytes of a layer's keys (or values): `slots` rows of `row` bytes, rounded up to a cache line */
-static uint64_t kv_half_bytes(int slots, size_t row) { return ((uint64_t)slots * row + 63) & ~(uint64_t)63; }
-
-/* One block for all layers, in huge pages: decode streams each layer's keys and values from memory (the
- * weights pass through the caches between layers), and in 4 KiB pages the hardware prefetcher stopped at
- * every page (bench_attention, 512 positions, cold: 154 -> 124 us per layer). One block, not one per
- * layer: a local layer's 0.6 MB in a 2 MiB page of its own would waste the rest. */
+/* Each layer's keys and values in memory of their own from gm_alloc_huge: huge pages where they fill 2 MiB
+ * (a global layer's at long cache lengths), where decode streams them from memory (the weights pass through
+ * the caches between layers) and in 4 KiB pages the hardware prefetcher stopped at every page
+ * (bench_attention, 2048 positions, cold: 318 -> 282 us per layer); ordinary pages for smaller ones, which
+ * a huge page would round up and the first token would fault in whole (the 270M's 576-position local
+ * layers: 42 MB zeroed at the first token in one huge-page block, +45-65 ms on this VM in a third of the
+ * runs, for +1.4 % decode at 512 positions). */
 gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_length, bool f16) {
     memset(kv, 0, sizeof *kv);
     kv->f16 = f16;
     kv->layers = calloc((size_t)cfg->n_layers, sizeof *kv->layers);
     if (!kv->layers) return gm_fail(GM_ERR_NOMEM, "out of memory for the KV cache");
+    kv->n_layers = cfg->n_layers;
     size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim, es = f16 ? 2 : sizeof(float);
-    uint64_t need = 0; /* the whole cache; each layer's keys and values start on a cache line */
-    for (int l = 0; l < cfg->n_layers; l++) need += 2 * kv_half_bytes(kv_slots(cfg, l, cache_length), KH * es);
-    kv->block = need <= SIZE_MAX ? gm_alloc_huge((size_t)need) : NULL;
-    if (!kv->block) {
-        free(kv->layers);
-        memset(kv, 0, sizeof *kv);
-        return gm_fail(GM_ERR_NOMEM,
-                       "out of memory: cannot allocate the KV cache (%llu bytes (%.1f MiB) for all %d layers at "
-                       "--cache-length %d): lower --cache-length",
-                       (unsigned long long)need, need / 1048576.0, cfg->n_layers, cache_length);
-    }
-    char *at = kv->block;
+    uint64_t need = 0; /* the whole cache, for the message if an allocation fails */
+    for (int l = 0; l < cfg->n_layers; l++) need += 2 * (uint64_t)kv_slots(cfg, l, cache_length) * KH * es;
     for (int l = 0; l < cfg->n_layers; l++) {
+        int slots = kv_slots(cfg, l, cache_length);
         gm_kv_layer *L = &kv->layers[l];
-        L->slots = kv_slots(cfg, l, cache_length);
-        size_t half = (size_t)kv_half_bytes(L->slots, KH * es);
-        L->k = at, L->v = at + half;
-        at += 2 * half;
+        L->slots = slots;
+        L->k = gm_alloc_huge((size_t)slots * KH * es);
+        L->v = gm_alloc_huge((size_t)slots * KH * es);
+        if (!L->k || !L->v) {
+            gm_kv_cache_free(kv);
+            return gm_fail(GM_ERR_NOMEM,
+                           "out of memory: cannot allocate the KV cache (%zu bytes for layer %d; %llu bytes (%.1f MiB) "
+                           "for all %d layers at --cache-length %d): lower --cache-length",
+                           2 * (size_t)slots * KH * es, l, (unsigned long long)need, need / 1048576.0, cfg->n_layers,
+                           cache_length);
+        }
+        kv->bytes += 2 * (uint64_t)slots * KH * es;
     }
-    kv->bytes = need;
     return GM_OK;
 }
 
@@ -170,12 +169,14 @@ static void kv_store(void *base, bool f16, int slot, const float *x, size_t KH) 
 }
 
 void gm_kv_cache_free(gm_kv_cache *kv) {
-    if (!kv) return;
-    free(kv->block);
+    if (!kv || !kv->layers) return;
+    for (int l = 0; l < kv->n_layers; l++) {
+        free(kv->layers[l].k);
+        free(kv->layers[l].v);
+    }
     free(kv->layers);
     memset(kv, 0, sizeof *kv);
 }
-
 /* ---- linear layers: y = W x over the mesh ---- */
 
 /* One product of this device: local rows [r0, r1) of a matrix against T inputs. */

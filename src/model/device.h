@@ -20,8 +20,8 @@ typedef struct gm_kv_layer {
 } gm_kv_layer;
 
 typedef struct gm_kv_cache {
-    gm_kv_layer *layers; /* [n_layers], their k and v in `block` */
-    void *block;         /* the whole cache, in huge pages (gm_kv_cache_init) */
+    gm_kv_layer *layers; /* [n_layers] */
+    int n_layers;
     uint64_t bytes;
     bool f16;            /* keys and values rounded to half precision (--precision fast, as llama.cpp) */
 } gm_kv_cache;
