@@ -197,7 +197,8 @@ void gm_panel_bounds(size_t a, size_t b, const float *y, const float *bound, dou
     const size_t P = GM_PANEL_ROWS, p0 = a / P;
     const gm_vec_ops *ops = gm_vec_ops_chosen();
     for (size_t p = p0; p * P < b;) {
-        size_t s = p * P < a ? a : p * P, e = (p + 1) * P < b ? (p + 1) * P : b;
+        size_t s, e;
+        gm_panel_rows(p, a, b, &s, &e);
         if (e - s == P) { /* s = p P: the whole panels from p on */
             size_t n = (b - s) / P;
             ops->panel_bounds(y + (s - a), bound + (s - a), n, lo + (p - p0), hi + (p - p0));

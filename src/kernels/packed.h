@@ -135,6 +135,11 @@ static inline size_t gm_packed_size(const gm_packed *P) {
 static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6 || k == GM_PK_N6C; }
 /* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), in row form or with crumb pairs */
 static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C; }
+/* Rows [*s, *e) of 16-row panel p within rows [a, b) */
+static inline void gm_panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
+    *s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
+    *e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
+}
 static inline const uint8_t *gm_packed_sc(const gm_packed *P, const uint8_t *panel, size_t b) {
     return panel + P->sc_at + 32 * b;
 }

@@ -177,6 +177,7 @@ void gm_kv_cache_free(gm_kv_cache *kv) {
     free(kv->layers);
     memset(kv, 0, sizeof *kv);
 }
+
 /* ---- linear layers: y = W x over the mesh ---- */
 
 /* One product of this device: local rows [r0, r1) of a matrix against T inputs. */
@@ -255,7 +256,8 @@ static void mm_chunk(void *ctx, int c, int slot) {
         if (tk->bound) { /* in steps of SCREEN_STEP rows, whose values and bounds are in L1 for their summary;
                           * steps end at multiples of SCREEN_STEP, so no two share a panel */
             for (size_t s = a, e; s < b; s = e) {
-                e = (s / SCREEN_STEP + 1) * SCREEN_STEP < b ? (s / SCREEN_STEP + 1) * SCREEN_STEP : b;
+                e = (s / SCREEN_STEP + 1) * SCREEN_STEP;
+                e = e < b ? e : b;
                 size_t ps = s / GM_PANEL_ROWS - tk->r0 / GM_PANEL_ROWS;
                 gm_packed_screen(gm_matrix_screened(m), s, e, &tk->xq, tk->eb, Y + (s - a), tk->bound + (s - tk->r0));
                 gm_panel_bounds(s, e, Y + (s - a), tk->bound + (s - tk->r0), tk->lo + ps, tk->hi + ps);

@@ -34,12 +34,6 @@ static void heap_offer(top_heap *h, double x) {
     }
 }
 
-/* Rows [*s, *e) of panel p within [a, b). */
-static void panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
-    *s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
-    *e = (p + 1) * GM_PANEL_ROWS < b ? (p + 1) * GM_PANEL_ROWS : b;
-}
-
 double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t r1, const double *lo, int top,
                            double *heap) {
     if (top < 1 || r1 < r0 + (size_t)top) return -INFINITY;
@@ -52,7 +46,7 @@ double gm_screen_threshold(const float *y, const float *bound, size_t r0, size_t
     for (size_t p = p0; p < p1; p++) {
         if (lo[p - p0] < t0) continue; /* every row below t0, so below the answer */
         size_t s, e;
-        panel_rows(p, r0, r1, &s, &e);
+        gm_panel_rows(p, r0, r1, &s, &e);
         for (size_t r = s; r < e; r++) {
             double v = (double)y[r - r0] - (double)bound[r - r0];
             heap_offer(&h, v == v ? v : -INFINITY);
@@ -67,7 +61,7 @@ size_t gm_screen_recompute(const gm_packed *P, size_t a, size_t b, const gm_xq *
     for (size_t p = a / GM_PANEL_ROWS; p * GM_PANEL_ROWS < b; p++) {
         if (hi[p - a / GM_PANEL_ROWS] < tau) continue;
         size_t s, e;
-        panel_rows(p, a, b, &s, &e);
+        gm_panel_rows(p, a, b, &s, &e);
         gm_packed_matvec(P, s, e, xq, y + (s - a));
         done += e - s;
     }
