@@ -146,6 +146,25 @@ static inline const uint8_t *gm_packed_sc(const gm_packed *P, const uint8_t *pan
 static inline const uint8_t *gm_packed_sb(const gm_packed *P, const uint8_t *panel, size_t b) {
     return panel + P->sb_at + P->sb_bytes * (b / 8);
 }
+/* A place in one of a packed matrix's streams that run on from panel to panel (the compact kinds' codes, in
+ * bytes, or their tiles' scales, in tiles; `per` of them in a panel): the panel and the place in it. The
+ * decode prefetch (quant_x86.h) keeps its leads as these and steps them, instead of working each line's
+ * place out from the start of the panel. */
+typedef struct gm_lead {
+    const uint8_t *panel;
+    size_t at;
+} gm_lead;
+/* `at` units on from the start of `panel` */
+static inline gm_lead gm_lead_start(const gm_packed *P, const uint8_t *panel, size_t per, size_t at) {
+    gm_lead L = {panel, at};
+    for (; L.at >= per; L.at -= per) L.panel += P->panel_bytes;
+    return L;
+}
+/* n more units on (n <= per) */
+static inline void gm_lead_step(gm_lead *L, const gm_packed *P, size_t per, size_t n) {
+    L->at += n;
+    if (L->at >= per) L->at -= per, L->panel += P->panel_bytes;
+}
 /* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K s = d sc, m = -dmin mn in out[0], out[1];
  * GM_PK_N6 / N6C s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);

@@ -211,8 +211,9 @@ GM_AI void matvec_k(gm_pack_kind K, int pre, const gm_packed *P, size_t r0, size
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
         __m256 lo = _mm256_setzero_ps(), hi = lo, kd[4] = {lo, lo, lo, lo};
+        k_leads lead = panel_leads(K, P, panel, tb, pf);
         for (size_t b = 0; b < tiles; b++, t += tb) {
-            prefetch_panel(K, P, panel, b, tb, pf, tb);
+            prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block8(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
             tile_apply(K, pre, t, gm_packed_sc(P, panel, b), kd, pre ? xq->xb + 256 * b : NULL, x1 + 16 * b,
                        x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b, &lo, &hi);

@@ -251,9 +251,10 @@ GM_AI void matvec_k(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, co
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
         __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, kd[2] = {acc0, acc0};
+        k_leads lead = panel_leads(K, P, panel, tb, pf);
         size_t b = 0;
         for (; b + 2 <= tiles; b += 2, t += 2 * tb) {
-            prefetch_panel(K, P, panel, b, tb, pf, 2 * tb);
+            prefetch_panel(K, P, panel, b, tb, pf, 2 * tb, &lead);
             if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
             acc0 = tile_apply(K, P, panel, b, kd, t, x1 + 16 * b, x2 + 16 * b, xq->d[b], xq->s[b], xq->qs + 4 * b,
                               acc0);
@@ -503,8 +504,9 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     /* one token (fast decode, the screen): as matvec_k */
     const gm_prefetch pf = nt == 1 ? gm_packed_prefetch(K) : (gm_prefetch){0, 0};
     __m512 kd[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    k_leads lead = panel_leads(K, P, panel, tb, pf);
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        prefetch_panel(K, P, panel, b, tb, pf, tb);
+        prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST], scp = _mm512_setzero_si512();
         if (K == GM_PK_N6) scp = q6_scale_pairs(gm_packed_sc(P, panel, b));

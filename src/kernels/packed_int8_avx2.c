@@ -61,8 +61,9 @@ GM_AI void matmul8_one(gm_pack_kind K, int terms, const gm_packed *P, size_t p, 
     __m256 kd[4] = {acc[0], acc[0], acc[0], acc[0]}; /* the block's scales (N4K), converted once per 8 tiles */
     __m256 d6[2] = {acc[0], acc[0]}, d6abs[2] = {acc[0], acc[0]}; /* N6C: kd's row scales mixed as the dots */
     const __m256i ones = _mm256_set1_epi16(1);
+    k_leads lead = panel_leads(K, P, panel, tb, pf);
     for (size_t b = 0; b < tiles; b++, t += tb) {
-        prefetch_panel(K, P, panel, b, tb, pf, tb);
+        prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
         if (gm_pack_kind_compact(K) && b % 8 == 0) {
             k_block8(K, gm_packed_sb(P, panel, b), kd);
             if (K == GM_PK_N6C) {

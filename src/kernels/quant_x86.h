@@ -43,37 +43,55 @@ GM_AI void prefetch_stream(const uint8_t *p, gm_prefetch pf, size_t bytes) {
     if (pf.l2) prefetch_lines_l2(p + pf.l2, bytes);
 }
 
-/* Where byte o of a panel's code stream lies when the stream runs on into the panels after it (codes:
- * the code bytes of a panel). The compact kinds' panels end with their scale section, so a lead past a
- * panel's last tile continues at the next panel's first tile, the order decode reads them. */
-GM_AI const uint8_t *panel_stream_at(const gm_packed *P, const uint8_t *panel, size_t codes, size_t o) {
-    for (; o >= codes; o -= codes) panel += P->panel_bytes;
-    return panel + o;
+/* Where the decode prefetch of a compact K-quant kind (packed.h) stands in its three streams, in the
+ * order decode reads them: its codes pf.l1 and pf.l2 bytes ahead of the kernel's reads, and the scale
+ * codes and block records of the tile pf.l2 / tb tiles ahead. Set at each panel's start, then stepped a
+ * line or a tile at a time: working each line's place out from its tile's (a loop over the panels the
+ * lead runs past) cost 12-18 % of the Q4_K and Q6_K matvecs in cache. */
+typedef struct k_leads {
+    gm_lead l1, l2, sc;
+} k_leads;
+
+GM_AI k_leads panel_leads(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t tb, gm_prefetch pf) {
+    k_leads L = {{panel, 0}, {panel, 0}, {panel, 0}};
+    if (!gm_pack_kind_compact(K)) return L;
+    const size_t tiles = P->cols / 32, codes = tiles * tb;
+    L.l1 = gm_lead_start(P, panel, codes, pf.l1);
+    L.l2 = gm_lead_start(P, panel, codes, pf.l2);
+    L.sc = gm_lead_start(P, panel, tiles, pf.l2 / tb);
+    return L;
 }
 
 /* The decode prefetch of `bytes` of codes from tile b of a panel on (tb bytes per tile): to L1 pf.l1
- * and to L2 pf.l2 bytes ahead (prefetch_stream). For the compact K-quant kinds (packed.h) also their
- * second and third streams, the scale codes and block records of the tile as far ahead (in tiles) as
- * pf.l2 is in code bytes, to L2, for even b (a line holds two tiles' scale codes, a block record serves
- * 8 tiles); their leads carry on into the next panel (panel_stream_at): stopping at the panel's end
- * left each panel's first tiles, codes and scales, to demand misses. */
+ * and to L2 pf.l2 bytes ahead (prefetch_stream). For the compact K-quant kinds, from the lead L (its
+ * codes, and for even b the scale codes and block record of its tile, to L2: a line holds two tiles'
+ * scale codes, a block record serves 8 tiles), which steps past them; their leads carry on into the
+ * next panel: stopping at the panel's end left each panel's first tiles, codes and scales, to demand
+ * misses. */
 GM_AI void prefetch_panel(gm_pack_kind K, const gm_packed *P, const uint8_t *panel, size_t b, size_t tb,
-                          gm_prefetch pf, size_t bytes) {
+                          gm_prefetch pf, size_t bytes, k_leads *L) {
     if (!pf.l1 && !pf.l2) return; /* the batched products: no prefetch */
     if (!gm_pack_kind_compact(K)) {
         prefetch_stream(panel + b * tb, pf, bytes); /* panels follow one another: one stream */
         return;
     }
-    const size_t tiles = P->cols / 32, codes = tiles * tb, o = b * tb;
+    const size_t tiles = P->cols / 32, codes = tiles * tb;
     for (size_t l = 0; l < bytes; l += 64) {
-        if (pf.l1) _mm_prefetch((const char *)panel_stream_at(P, panel, codes, o + pf.l1 + l), _MM_HINT_T0);
-        if (pf.l2) _mm_prefetch((const char *)panel_stream_at(P, panel, codes, o + pf.l2 + l), _MM_HINT_T1);
+        if (pf.l1) {
+            _mm_prefetch((const char *)(L->l1.panel + L->l1.at), _MM_HINT_T0);
+            gm_lead_step(&L->l1, P, codes, 64);
+        }
+        if (pf.l2) {
+            _mm_prefetch((const char *)(L->l2.panel + L->l2.at), _MM_HINT_T1);
+            gm_lead_step(&L->l2, P, codes, 64);
+        }
     }
-    if (!pf.l2 || b % 2) return;
-    size_t ahead = b + pf.l2 / tb;
-    for (; ahead >= tiles; ahead -= tiles) panel += P->panel_bytes;
-    _mm_prefetch((const char *)gm_packed_sc(P, panel, ahead), _MM_HINT_T1);
-    if (ahead % 8 < 2) _mm_prefetch((const char *)gm_packed_sb(P, panel, ahead), _MM_HINT_T1);
+    if (!pf.l2) return;
+    if (b % 2 == 0) {
+        _mm_prefetch((const char *)gm_packed_sc(P, L->sc.panel, L->sc.at), _MM_HINT_T1);
+        if (L->sc.at % 8 < 2) _mm_prefetch((const char *)gm_packed_sb(P, L->sc.panel, L->sc.at), _MM_HINT_T1);
+    }
+    gm_lead_step(&L->sc, P, tiles, bytes / tb);
 }
 
 /* Per-block scales. Q4_K / Q5_K: chunk k (32 values) has scale s[k] and offset o[k]; Q6_K: values

@@ -16,7 +16,8 @@
  *  - --precision fast: the int8 products on the first term alone and the BF16 matmul on bf16 inputs
  *    match their scalar reference and stay within the rounding's bound of the f32 product;
  *  - the f32 batched product (AVX2) is within 1e-6 of sum |w x| of the f32 product;
- *  - all-zero inputs give zeros, a NaN input gives NaN. */
+ *  - all-zero inputs give zeros, a NaN input gives NaN;
+ *  - the decode prefetch's leads step through the panels' streams where the direct formula puts them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -830,6 +831,43 @@ static void test_screen_copy(const gm_packed_ops *ops, const char *name, size_t 
     free(x), free(y), free(b), free(eb), free(wr), free(wc), free(P.data), free(C.data), free(w);
 }
 
+/* The decode prefetch's leads (gm_lead, packed.h), stepped as the kernels step them from each panel's
+ * start, stand where the direct formula puts them: unit u of the stream lies in panel u / per, at u % per,
+ * for leads shorter and longer than a panel and steps that cross panels. */
+static void test_leads(void) {
+    static const size_t aheads[] = {0, 64, 500, 3072, 8192, 40000};
+    const gm_pack_kind kinds[] = {GM_PK_N4K, GM_PK_N6};
+    const gm_dtype types[] = {GM_Q4_K, GM_Q6_K};
+    for (int k = 0; k < 2; k++)
+        for (size_t cols = 256; cols <= 2560; cols += 2304) {
+            gm_packed P;
+            gm_pack_describe_as(kinds[k], types[k], 80, cols, &P);
+            P.data = (uint8_t *)(uintptr_t)4096; /* addresses only: nothing is read */
+            const size_t tiles = cols / 32, tb = P.tile_bytes, codes = tiles * tb;
+            for (size_t ai = 0; ai < sizeof aheads / sizeof aheads[0]; ai++)
+                for (size_t step = 1; step <= 2; step++) /* tiles per step: AVX2 and int8 kernels 1, AVX-512 2 */
+                    for (size_t p = 0; p < 5; p++) {
+                        const uint8_t *panel = P.data + p * P.panel_bytes;
+                        gm_lead c = gm_lead_start(&P, panel, codes, aheads[ai]);
+                        gm_lead t = gm_lead_start(&P, panel, tiles, aheads[ai] / tb);
+                        for (size_t b = 0; b < tiles; b += step) {
+                            size_t ut = p * tiles + b + aheads[ai] / tb;
+                            CHECK(t.panel == P.data + ut / tiles * P.panel_bytes && t.at == ut % tiles,
+                                  "kind %d, %zu columns, lead %zu: the scales' lead at tile %zu of panel %zu", (int)kinds[k],
+                                  cols, aheads[ai], b, p);
+                            for (size_t l = 0; l < step * tb; l += 64) {
+                                size_t u = p * codes + b * tb + l + aheads[ai];
+                                CHECK(c.panel == P.data + u / codes * P.panel_bytes && c.at == u % codes,
+                                      "kind %d, %zu columns, lead %zu: the codes' lead at byte %zu of tile %zu, panel %zu",
+                                      (int)kinds[k], cols, aheads[ai], l, b, p);
+                                gm_lead_step(&c, &P, codes, 64);
+                            }
+                            gm_lead_step(&t, &P, tiles, step);
+                        }
+                    }
+        }
+}
+
 int main(void) {
     static const size_t rows_list[] = {1, 16, 37, 70};
     for (size_t ci = 0; ci < N_CASES; ci++) {
@@ -874,6 +912,7 @@ int main(void) {
     gm_pack_describe_as(GM_PK_N5D, GM_Q8_0, 16, 64, &bad);
     CHECK(bad.kind == GM_PK_NONE && bad.tile_bytes == 0, "a kind that cannot hold the type describes nothing");
     test_quantize8();
+    test_leads();
     const char *isas[] = {"scalar", "avx2", "avx512", "amx"};
     int ran = 0;
     for (int ii = 0; ii < 4; ii++) {
