@@ -637,6 +637,15 @@ void gm_split_bf16_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq 
     }
 }
 
+gm_xq gm_xq_rows(const gm_xq *xq, size_t cols, size_t t0) {
+    gm_xq v = *xq;
+    const size_t nb = cols / GM_XQ_BLOCK;
+    if (v.q) v.q += t0 * cols, v.q2 += t0 * cols, v.d += t0 * nb, v.s += t0 * nb, v.qs += 4 * t0 * nb;
+    if (v.b8) v.b8 += t0 * 3 * cols, v.e8 += t0 * nb, v.s8 += GM_X8_SUMS * t0 * nb;
+    v.xb = NULL, v.has_xb = false;
+    return v;
+}
+
 void gm_prepare_x_bf16(const float *x, size_t ldx, size_t T, size_t cols, bool split, gm_xq *xq) {
     xq->x = x;
     xq->ldx = ldx;

@@ -243,6 +243,11 @@ void gm_quantize_x(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq)
 /* The three int8 terms of T rows of x (sets cols, ldd = cols / 32, ld8 = 3 cols and has8; the int16
  * terms are untouched), bit for bit the same on every path. */
 void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
+/* A view of xq whose row 0 is row t0 of a batch of `cols`-column inputs as gm_quantize_x and gm_quantize_x8
+ * lay it out (their terms, scales and sums; xb NULL: a batch has no one input's pairs). Threads quantize
+ * disjoint rows of one batch through such views, then a call of each with T = 0 on xq itself sets its
+ * layout (cols, strides, has8) as one call over all rows would. */
+gm_xq gm_xq_rows(const gm_xq *xq, size_t cols, size_t t0);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
  * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 unless fast). */
 bool gm_packed_int8_matmul(void);

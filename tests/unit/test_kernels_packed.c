@@ -17,7 +17,8 @@
  *    match their scalar reference and stay within the rounding's bound of the f32 product;
  *  - the f32 batched product (AVX2) is within 1e-6 of sum |w x| of the f32 product;
  *  - all-zero inputs give zeros, a NaN input gives NaN;
- *  - the decode prefetch's leads step through the panels' streams where the direct formula puts them. */
+ *  - the decode prefetch's leads step through the panels' streams where the direct formula puts them;
+ *  - rows quantized through row views (threads sharing a batch) are those of one call over all rows. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -213,6 +214,45 @@ static void test_quantize(const gm_packed_ops *ops, const char *name) {
     CHECK(far == 0, "%s: %d quantized inputs off by more than half a step (q1) or 2^-30 of the block max (q1, q2)",
           name, far);
     CHECK(a.d[2] == 0 && a.s[2] == 0, "a zero block has scale %g", a.d[2]);
+    xq_free(&a);
+    xq_free(&b);
+    free(x);
+}
+
+/* Rows quantized through views (gm_xq_rows, as the device's threads quantize a prefill's rows) give the
+ * bytes of one call over all rows, int16 and int8 terms alike, and the closing calls with no rows leave the
+ * layout of that call. */
+static void test_row_views(void) {
+    const size_t T = 7, cols = 96;
+    const size_t cuts[] = {0, 1, 4, 7}; /* runs of 1, 3 and 3 rows */
+    float *x = malloc(T * cols * sizeof *x);
+    for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 12) - 6);
+    gm_xq a, b;
+    xq_alloc(&a, T, cols);
+    xq8_alloc(&a, T, cols);
+    xq_alloc(&b, T, cols);
+    xq8_alloc(&b, T, cols);
+    gm_quantize_x(x, cols, T, cols, &a);
+    gm_quantize_x8(x, cols, T, cols, &a);
+    for (int r = 0; r < 3; r++) { /* the last run first: each view writes its own rows only */
+        size_t t0 = cuts[2 - r], t1 = cuts[3 - r];
+        gm_xq v = gm_xq_rows(&b, cols, t0);
+        gm_quantize_x(x + t0 * cols, cols, t1 - t0, cols, &v);
+        gm_quantize_x8(x + t0 * cols, cols, t1 - t0, cols, &v);
+    }
+    gm_quantize_x(x, cols, 0, cols, &b);
+    gm_quantize_x8(x, cols, 0, cols, &b);
+    size_t nb = T * cols / 32;
+    CHECK(memcmp(a.q, b.q, T * cols * 2) == 0 && memcmp(a.q2, b.q2, T * cols * 2) == 0 &&
+              memcmp(a.d, b.d, nb * sizeof *a.d) == 0 && memcmp(a.s, b.s, nb * sizeof *a.s) == 0 &&
+              memcmp(a.qs, b.qs, 4 * nb * sizeof *a.qs) == 0,
+          "int16 terms quantized through row views differ from one call's");
+    CHECK(memcmp(a.b8, b.b8, 3 * T * cols) == 0 && memcmp(a.e8, b.e8, nb * sizeof *a.e8) == 0 &&
+              memcmp(a.s8, b.s8, GM_X8_SUMS * nb * sizeof *a.s8) == 0,
+          "int8 terms quantized through row views differ from one call's");
+    CHECK(b.cols == cols && b.ldq == cols && b.ldd == cols / 32 && b.ld8 == 3 * cols && b.has8 && !b.has_xb,
+          "the layout after the closing calls: cols %zu, ldq %zu, ldd %zu, ld8 %zu, has8 %d", b.cols, b.ldq, b.ldd,
+          b.ld8, (int)b.has8);
     xq_free(&a);
     xq_free(&b);
     free(x);
@@ -913,6 +953,7 @@ int main(void) {
     CHECK(bad.kind == GM_PK_NONE && bad.tile_bytes == 0, "a kind that cannot hold the type describes nothing");
     test_quantize8();
     test_leads();
+    test_row_views();
     const char *isas[] = {"scalar", "avx2", "avx512", "amx"};
     int ran = 0;
     for (int ii = 0; ii < 4; ii++) {
