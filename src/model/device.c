@@ -732,7 +732,10 @@ static void post_attn_rows(gm_device *d, const void *arg, int i0, int i1) {
 static void geglu_rows(gm_device *d, const void *arg, int i0, int i1) {
     const layer_rows *a = arg;
     size_t F = (size_t)d->cfg->d_ff;
-    for (int i = i0; i < i1; i++) gm_geglu(d->gate + i * F + a->lo, d->gate + i * F + a->lo, d->up + i * F + a->lo, a->n);
+    for (int i = i0; i < i1; i++) {
+        float *g = d->gate + i * F + a->lo;
+        gm_geglu(g, g, d->up + i * F + a->lo, a->n);
+    }
 }
 
 /* kept token i: x += the post-feed-forward norm of y */

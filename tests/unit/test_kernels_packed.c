@@ -119,6 +119,12 @@ static void xq8_alloc(gm_xq *xq, size_t T, size_t cols) {
     xq->s8 = malloc(GM_X8_SUMS * T * cols / 32 * sizeof *xq->s8 + 4);
 }
 
+/* room for the int16 and the int8 terms */
+static void xq_alloc_both(gm_xq *xq, size_t T, size_t cols) {
+    xq_alloc(xq, T, cols);
+    xq8_alloc(xq, T, cols);
+}
+
 static void xq_free(gm_xq *xq) {
     free(xq->b8);
     free(xq->e8);
@@ -228,10 +234,8 @@ static void test_row_views(void) {
     float *x = malloc(T * cols * sizeof *x);
     for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 12) - 6);
     gm_xq a, b;
-    xq_alloc(&a, T, cols);
-    xq8_alloc(&a, T, cols);
-    xq_alloc(&b, T, cols);
-    xq8_alloc(&b, T, cols);
+    xq_alloc_both(&a, T, cols);
+    xq_alloc_both(&b, T, cols);
     gm_quantize_x(x, cols, T, cols, &a);
     gm_quantize_x8(x, cols, T, cols, &a);
     for (int r = 0; r < 3; r++) { /* the last run first: each view writes its own rows only */
@@ -414,10 +418,8 @@ static void test_quantize8_same(const gm_packed_ops *ops, const char *name) {
     x[ldx + 70] = NAN;
     x[2 * ldx + 3] = INFINITY;
     gm_xq a, b;
-    xq_alloc(&a, T, cols);
-    xq8_alloc(&a, T, cols);
-    xq_alloc(&b, T, cols);
-    xq8_alloc(&b, T, cols);
+    xq_alloc_both(&a, T, cols);
+    xq_alloc_both(&b, T, cols);
     gm_quantize_x8_ref(x, ldx, T, cols, &a);
     ops->quantize_x8(x, ldx, T, cols, &b);
     int bad = memcmp(a.b8, b.b8, 3 * T * cols) != 0 || !b.has8 ||
@@ -436,8 +438,7 @@ static void test_quantize8(void) {
     for (int i = 0; i < 32; i++) x[64 + i] = 0.0f; /* an all-zero block */
     x[ldx + 100] = NAN;                            /* a bad block */
     gm_xq a;
-    xq_alloc(&a, T, cols);
-    xq8_alloc(&a, T, cols);
+    xq_alloc_both(&a, T, cols);
     a.ldd = cols / 32;
     gm_quantize_x8_ref(x, ldx, T, cols, &a);
     int far = 0, sums = 0;
@@ -502,8 +503,7 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
         float *x = malloc(T * cols * sizeof *x);
         for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
         gm_xq xq;
-        xq_alloc(&xq, T, cols);
-        xq8_alloc(&xq, T, cols);
+        xq_alloc_both(&xq, T, cols);
         if (bf16) {
             gm_prepare_x_bf16(x, cols, T, cols, true, &xq);
         } else {
@@ -648,10 +648,8 @@ static void test_view8(const gm_packed_ops *ops, const char *name) {
     float *x = malloc(T * wide * sizeof *x), *a = malloc(T * rows * sizeof *a), *b = malloc(T * rows * sizeof *b);
     for (size_t i = 0; i < T * wide; i++) x[i] = rnd_nonzero();
     gm_xq full, part;
-    xq_alloc(&full, T, wide);
-    xq8_alloc(&full, T, wide);
-    xq_alloc(&part, T, cols);
-    xq8_alloc(&part, T, cols);
+    xq_alloc_both(&full, T, wide);
+    xq_alloc_both(&part, T, cols);
     gm_quantize_x_ref(x, wide, T, wide, &full);
     ops->quantize_x8(x, wide, T, wide, &full);
     gm_quantize_x_ref(x + 32, wide, T, cols, &part);
@@ -766,8 +764,7 @@ static void test_screen(const gm_packed_ops *ops, const char *name, pcase pc, si
                : c % 32 == 0 ? -127.0f * step : -(float)(rnd() % 120 + 3) * step - 0.4999f * step;
     }
     gm_xq xq;
-    xq_alloc(&xq, 1, cols);
-    xq8_alloc(&xq, 1, cols);
+    xq_alloc_both(&xq, 1, cols);
     gm_quantize_x_ref(x, cols, 1, cols, &xq);
     gm_quantize_x8_ref(x, cols, 1, cols, &xq);
     size_t r0 = rows > 20 ? 3 : 0, r1 = rows > 40 ? rows - 7 : rows, n = r1 - r0;
@@ -838,8 +835,7 @@ static void test_screen_copy(const gm_packed_ops *ops, const char *name, size_t 
     float *x = malloc(cols * sizeof *x);
     for (size_t c = 0; c < cols; c++) x[c] = worst ? 1.0f : rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
     gm_xq xq;
-    xq_alloc(&xq, 1, cols);
-    xq8_alloc(&xq, 1, cols);
+    xq_alloc_both(&xq, 1, cols);
     gm_quantize_x8_ref(x, cols, 1, cols, &xq);
     float *y = malloc(rows * sizeof *y), *b = malloc(rows * sizeof *b), *eb = malloc(cols / 32 * sizeof *eb);
     gm_packed_screen_errors(&C, x, &xq, eb, true);
@@ -893,13 +889,13 @@ static void test_leads(void) {
                         for (size_t b = 0; b < tiles; b += step) {
                             size_t ut = p * tiles + b + aheads[ai] / tb;
                             CHECK(t.panel == P.data + ut / tiles * P.panel_bytes && t.at == ut % tiles,
-                                  "kind %d, %zu columns, lead %zu: the scales' lead at tile %zu of panel %zu", (int)kinds[k],
-                                  cols, aheads[ai], b, p);
+                                  "kind %d, %zu columns, lead %zu: the scales' lead at tile %zu of panel %zu",
+                                  (int)kinds[k], cols, aheads[ai], b, p);
                             for (size_t l = 0; l < step * tb; l += 64) {
                                 size_t u = p * codes + b * tb + l + aheads[ai];
                                 CHECK(c.panel == P.data + u / codes * P.panel_bytes && c.at == u % codes,
-                                      "kind %d, %zu columns, lead %zu: the codes' lead at byte %zu of tile %zu, panel %zu",
-                                      (int)kinds[k], cols, aheads[ai], l, b, p);
+                                      "kind %d, %zu columns, lead %zu: the codes' lead at byte %zu of tile %zu, "
+                                      "panel %zu", (int)kinds[k], cols, aheads[ai], l, b, p);
                                 gm_lead_step(&c, &P, codes, 64);
                             }
                             gm_lead_step(&t, &P, tiles, step);
