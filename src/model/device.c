@@ -137,23 +137,23 @@ gm_status gm_kv_cache_init(gm_kv_cache *kv, const gm_config *cfg, int cache_leng
     if (!kv->layers) return gm_fail(GM_ERR_NOMEM, "out of memory for the KV cache");
     kv->n_layers = cfg->n_layers;
     size_t KH = (size_t)cfg->n_kv_heads * (size_t)cfg->head_dim, es = f16 ? 2 : sizeof(float);
-    uint64_t need = 0; /* the whole cache, for the message if an allocation fails */
-    for (int l = 0; l < cfg->n_layers; l++) need += 2 * (uint64_t)kv_slots(cfg, l, cache_length) * KH * es;
+    for (int l = 0; l < cfg->n_layers; l++) { /* the whole cache first, for the message if an allocation fails */
+        kv->layers[l].slots = kv_slots(cfg, l, cache_length);
+        kv->bytes += 2 * (uint64_t)kv->layers[l].slots * KH * es;
+    }
     for (int l = 0; l < cfg->n_layers; l++) {
-        int slots = kv_slots(cfg, l, cache_length);
         gm_kv_layer *L = &kv->layers[l];
-        L->slots = slots;
-        L->k = gm_alloc_huge((size_t)slots * KH * es);
-        L->v = gm_alloc_huge((size_t)slots * KH * es);
+        size_t half = (size_t)L->slots * KH * es;
+        L->k = gm_alloc_huge(half);
+        L->v = gm_alloc_huge(half);
         if (!L->k || !L->v) {
+            uint64_t need = kv->bytes;
             gm_kv_cache_free(kv);
             return gm_fail(GM_ERR_NOMEM,
                            "out of memory: cannot allocate the KV cache (%zu bytes for layer %d; %llu bytes (%.1f MiB) "
                            "for all %d layers at --cache-length %d): lower --cache-length",
-                           2 * (size_t)slots * KH * es, l, (unsigned long long)need, need / 1048576.0, cfg->n_layers,
-                           cache_length);
+                           2 * half, l, (unsigned long long)need, need / 1048576.0, cfg->n_layers, cache_length);
         }
-        kv->bytes += 2 * (uint64_t)slots * KH * es;
     }
     return GM_OK;
 }
@@ -383,7 +383,7 @@ typedef struct quant_arg {
     size_t C;
 } quant_arg;
 
-/* rows [t0, t1) of the int16 terms, then of the int8 terms, into d->xq */
+/* rows [t0, t1) of the int16 terms (quantize_rows) or of the int8 terms (quantize8_rows), into d->xq */
 static void quantize_rows(gm_device *d, const void *arg, int t0, int t1) {
     const quant_arg *a = arg;
     gm_xq v = gm_xq_rows(&d->xq, a->C, (size_t)t0);
