@@ -69,17 +69,18 @@ static uint8_t *make_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
 }
 
 /* The packed kinds a type runs as: the one it packs as where no kernels prefer another, and for Q5_0 and
- * Q6_K also AVX2's choice (the 8-bit tiles "Q5_0/D", the crumbs "Q6_K/C") */
+ * Q6_K also the others (the 8-bit tiles "Q5_0/D", AVX2's, and the row form "Q5_0/R", AVX-512's; the
+ * crumbs "Q6_K/C", AVX2's). name[0]: the type's. */
 typedef struct pack_kinds {
-    gm_pack_kind k[2];
+    gm_pack_kind k[3];
     int n;
-    const char *alt_name;
+    const char *name[3];
 } pack_kinds;
 
 static pack_kinds kinds_of(gm_dtype t) {
-    if (t == GM_Q5_0) return (pack_kinds){{GM_PK_N5D, GM_PK_D16}, 2, "Q5_0/D"};
-    if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C}, 2, "Q6_K/C"};
-    return (pack_kinds){{gm_pack_kind_of(t), GM_PK_NONE}, 1, NULL};
+    if (t == GM_Q5_0) return (pack_kinds){{GM_PK_N5D, GM_PK_D16, GM_PK_N5R}, 3, {"Q5_0", "Q5_0/D", "Q5_0/R"}};
+    if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C}, 2, {"Q6_K", "Q6_K/C"}};
+    return (pack_kinds){{gm_pack_kind_of(t), GM_PK_NONE}, 1, {gm_dtype_get(t)->name}};
 }
 
 static int listed(const char *list, const char *name) {
@@ -132,7 +133,10 @@ static void packed_run_once(const packed_run *r) {
         return;
     }
     if (r->t == GM_BF16) gm_prepare_x_bf16(r->x, cols, 1, cols, false, r->xq);
-    else r->ops->quantize_x(r->x, cols, 1, cols, r->xq);
+    else if (r->P->kind == GM_PK_N5R && r->ops->q5_0_as_n5r && r->xq->b8) { /* as the engine: the int8 terms */
+        r->ops->quantize_x8(r->x, cols, 1, cols, r->xq);
+        r->xq->fast = false;
+    } else r->ops->quantize_x(r->x, cols, 1, cols, r->xq);
     r->ops->matvec(r->P, 0, rows, r->xq, r->y);
 }
 
@@ -198,8 +202,7 @@ static int bench_pack(const char *types_arg, double min_time) {
         if (!listed(types_arg, gm_dtype_get(t)->name)) continue;
         size_t rb;
         uint8_t *w = make_weights(t, rows, cols, &rb);
-        /* Q5_0 as its 5-bit tiles, then as 8-bit ones ("Q5_0/D", AVX2's choice); Q6_K with bit planes, then
-         * with crumbs ("Q6_K/C", AVX2's choice) */
+        /* each packed kind of the type (kinds_of) */
         pack_kinds pk = kinds_of(t);
         for (int ki = 0; ki < pk.n; ki++) {
             gm_packed P;
@@ -210,7 +213,7 @@ static int bench_pack(const char *types_arg, double min_time) {
                 return 1;
             }
             double fast = pack_rate(gm_pack_rows, &P, w, rb, min_time), ref = pack_rate(gm_pack_rows_ref, &P, w, rb, min_time);
-            printf("%-6s %10.2f %10.2f\n", ki ? pk.alt_name : gm_dtype_get(t)->name, fast, ref);
+            printf("%-6s %10.2f %10.2f\n", pk.name[ki], fast, ref);
             free(P.data);
         }
         free(w);
@@ -300,7 +303,7 @@ int main(int argc, char **argv) {
         /* Q5_0 and Q6_K run as both of their packed kinds (kinds_of) */
         const pack_kinds pk = kinds_of(t);
         for (int ki = 0; ki < pk.n; ki++) {
-            const char *pname = ki ? pk.alt_name : tname;
+            const char *pname = pk.name[ki];
             gm_packed P[2];
             for (int si = 0; si < 2; si++) {
                 gm_pack_describe_as(pk.k[ki], t, shapes[si].rows, shapes[si].cols, &P[si]);
@@ -313,8 +316,10 @@ int main(int argc, char **argv) {
             xq.d = malloc(T * xcols / 32 * 4), xq.s = malloc(T * xcols / 32 * 4), xq.qs = malloc(T * xcols / 8 * 4);
             xq.hi = aligned_alloc(64, T * xcols * 2), xq.mid = aligned_alloc(64, T * xcols * 2);
             xq.lo = aligned_alloc(64, T * xcols * 2);
-            /* one input's pairs, as the engine's AVX2 matvec reads them */
+            /* one input's pairs, as the engine's AVX2 matvec reads them; one input's int8 terms (N5R's decode) */
             xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols));
+            xq.b8 = aligned_alloc(64, 3 * xcols), xq.e8 = malloc(xcols / 32 * 4);
+            xq.s8 = malloc(GM_X8_SUMS * xcols / 32 * 4);
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
                 const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
@@ -365,6 +370,7 @@ int main(int argc, char **argv) {
             free(xq.mid);
             free(xq.lo);
             free(xq.xb);
+            free(xq.b8), free(xq.e8), free(xq.s8);
             free(P[0].data);
             free(P[1].data);
         }

@@ -134,6 +134,10 @@ bool gm_packed_int8_matmul(void) {
     return g_packed->matmul8 != NULL && !(e && *e == '1');
 }
 
+bool gm_packed_decode_int8(gm_pack_kind k) {
+    return k == GM_PK_N5R && gm_packed_int8_matmul() && g_packed->q5_0_as_n5r;
+}
+
 bool gm_packed_f32_matmul(void) {
     pthread_once(&g_once, init_once);
     const char *e = getenv("GM_INT16_MATMUL");
@@ -146,6 +150,7 @@ bool gm_packed_matvec_xb(void) {
 }
 
 bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
+    if (k == GM_PK_N5R) return o == &gm_packed_scalar || o->q5_0_as_n5r;
     return !gm_pack_kind_q6(k) || o == &gm_packed_scalar || k == gm_packed_ops_q6_kind(o);
 }
 
@@ -154,11 +159,12 @@ bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
      * columns of each into one); on AVX2 (N6C) that is the cheaper product with any number of terms, on
      * AVX-512 (N6) only with one */
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D ||
-           k == GM_PK_N6C || (fast && k == GM_PK_N6);
+           k == GM_PK_N5R || k == GM_PK_N6C || (fast && k == GM_PK_N6);
 }
 
 bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
-    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o));
+    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o)) &&
+           (k != GM_PK_N5R || o->q5_0_as_n5r);
 }
 
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {

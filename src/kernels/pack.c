@@ -27,12 +27,13 @@ static gm_pack_kind native_kind(gm_dtype type) {
 
 gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_d16) return GM_PK_D16;
+    if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_n5r) return GM_PK_N5R;
     if (type == GM_Q6_K) return gm_packed_ops_q6_kind(gm_packed_ops_chosen());
     return native_kind(type);
 }
 
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
-    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && kind == GM_PK_D16) ||
+    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && (kind == GM_PK_D16 || kind == GM_PK_N5R)) ||
                                   (type == GM_Q6_K && kind == GM_PK_N6C));
 }
 
@@ -40,21 +41,22 @@ bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
 static size_t scale_offset(gm_pack_kind k) {
     switch (k) {
     case GM_PK_N4SM: return 256;
-    case GM_PK_N5D: return 320;
+    case GM_PK_N5D: case GM_PK_N5R: return 320;
     default: return 512;
     }
 }
 
 static bool nibble_kind(gm_pack_kind k) {
-    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || gm_pack_kind_q6(k);
+    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N5R || gm_pack_kind_q6(k);
 }
 
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
-    if (k == GM_PK_N6) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
-        int g = p & 7, at = 4 * (i >> 1) + 2 * (p >> 3) + (i & 1);
-        return (t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15) | (t[256 + 64 * (g >> 2) + at] >> 2 * (g & 3) & 3) << 4;
+    if (k == GM_PK_N6 || k == GM_PK_N5R) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
+        int g = p & 7, at = 4 * (i >> 1) + 2 * (p >> 3) + (i & 1), c = t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15;
+        if (k == GM_PK_N5R) return c | (t[256 + 8 * g + at / 8] >> at % 8 & 1) << 4;
+        return c | (t[256 + 64 * (g >> 2) + at] >> 2 * (g & 3) & 3) << 4;
     }
     int c = (t[32 * (p & 7) + i] >> (p < 8 ? 0 : 4)) & 15;
     if (k == GM_PK_N6C) return c | ((t[256 + 32 * (p & 3) + i] >> (2 * (p >> 2))) & 3) << 4;
@@ -351,10 +353,37 @@ static void put_nibbles(uint8_t *t, const __m128i in[16]) {
     }
 }
 
+/* Row r's nibbles of a Q5_0 tile in N5R's row form (packed.h) from its 16 qs bytes q (byte j: element j
+ * low, j + 16 high): slots 0-3 of step g are elements 2g, 2g + 1, 2g + 16, 2g + 17, so step pair m's
+ * 4 bytes are lo(q[4m]) | lo(q[4m + 2]) << 4, lo(q[4m + 1]) | lo(q[4m + 3]) << 4 and the same of the high
+ * nibbles. */
+static void put_n5r_row(uint8_t *t, size_t r, __m128i q) {
+    const __m128i n4 = _mm_set1_epi8(15);
+    __m128i lo = _mm_and_si128(q, n4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), n4);
+    /* byte k: nibble k | nibble k + 2 << 4 (a byte of at most 15 shifted by 4 stays in its byte) */
+    lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_srli_si128(lo, 2), 4));
+    hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_srli_si128(hi, 2), 4));
+    /* word 2k of lo, then of hi: step pair m = k / 2 at bytes 8m' of each half (m' = m % 2) */
+    _Alignas(16) uint8_t u[32];
+    _mm_store_si128((__m128i *)u, _mm_unpacklo_epi16(lo, hi));
+    _mm_store_si128((__m128i *)(u + 16), _mm_unpackhi_epi16(lo, hi));
+    for (int m = 0; m < 4; m++) memcpy(t + 64 * m + 4 * r, u + 8 * m, 4);
+}
+
+/* 32 bits to 64 with two zero bits after each 2-bit cell: cell c to bits 4c, 4c + 1 */
+static uint64_t spread_cells2(uint32_t w) {
+    uint64_t x = w;
+    x = (x | x << 16) & 0x0000ffff0000ffffull;
+    x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+    x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
+    return (x | x << 2) & 0x3333333333333333ull;
+}
+
 /* Q5_0 -> N5D: byte 32g + 2r + j of a tile is byte 2g + j of row r's qs (low nibble = element
  * 2g + j, high nibble = element 2g + j + 16, as in the tile), so the nibbles are an 8 x 16 transpose
- * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. */
-static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles) {
+ * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. N5R (`rows`): the nibbles by put_n5r_row,
+ * and step g's plane word interleaves the cells of words g and g + 8 (columns 2g, 2g + 1 and 16 more). */
+static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles, bool rows) {
     for (size_t b = 0; b < tiles; b++) {
         uint8_t *t = dst + b * 352;
         __m128i in[16];
@@ -370,9 +399,17 @@ static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
             plane[r] = gm_kernels_le32(blk + 2); /* row r's bit 4 of each column */
             in[r] = _mm_loadu_si128((const __m128i *)(blk + 6));
         }
-        put_nibbles(t, in);
         transpose_cells2(plane);
-        put_plane(t + 256, plane);
+        if (!rows) {
+            put_nibbles(t, in);
+            put_plane(t + 256, plane);
+            continue;
+        }
+        for (size_t r = 0; r < 16; r++) put_n5r_row(t, r, in[r]);
+        for (int g = 0; g < 8; g++) {
+            uint64_t w = spread_cells2(plane[g]) | spread_cells2(plane[g + 8]) << 2;
+            for (int k = 0; k < 8; k++) t[256 + 8 * g + k] = (uint8_t)(w >> 8 * k); /* little-endian */
+        }
     }
 }
 
@@ -488,14 +525,15 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
             }
         return;
     }
-    if (k == GM_PK_N6) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
-        memset(t, 0, 384);
+    if (k == GM_PK_N6 || k == GM_PK_N5R) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
+        memset(t, 0, k == GM_PK_N6 ? 384 : 320); /* N5R's scales follow */
         for (int g = 0; g < 8; g++)
             for (int r = 0; r < 16; r++)
                 for (int s = 0; s < 4; s++) {
-                    int c = codes[r][2 * g + (s & 1) + 16 * (s >> 1)];
-                    t[64 * (g >> 1) + 4 * r + s] |= (uint8_t)((c & 15) << 4 * (g & 1));
-                    t[256 + 64 * (g >> 2) + 4 * r + s] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
+                    int c = codes[r][2 * g + (s & 1) + 16 * (s >> 1)], at = 4 * r + s;
+                    t[64 * (g >> 1) + at] |= (uint8_t)((c & 15) << 4 * (g & 1));
+                    if (k == GM_PK_N6) t[256 + 64 * (g >> 2) + at] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
+                    else t[256 + 8 * g + at / 8] |= (uint8_t)((c >> 4 & 1) << at % 8);
                 }
         return;
     }
@@ -527,7 +565,7 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
     const size_t bbytes = gm_kernels_bytes_of(P->from, blk);
     const size_t so = scale_offset(P->kind);
     /* unsigned codes for the nibble kinds: the offsets come back in the kernels */
-    const int off = P->kind == GM_PK_N5D ? 16 : gm_pack_kind_q6(P->kind) ? 32 : 0;
+    const int off = P->kind == GM_PK_N5D || P->kind == GM_PK_N5R ? 16 : gm_pack_kind_q6(P->kind) ? 32 : 0;
     for (size_t p0 = r0; p0 < r1; p0 += GM_PANEL_ROWS) {
         uint8_t *panel = P->data + p0 / GM_PANEL_ROWS * P->panel_bytes;
         size_t nrows = r1 - p0 < GM_PANEL_ROWS ? r1 - p0 : GM_PANEL_ROWS;
@@ -540,8 +578,8 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
             pack_bf16_panel(panel, src, row_bytes, nrows, tiles);
             continue;
         }
-        if (fast && P->kind == GM_PK_N5D) {
-            pack_q5_0_panel(panel, src, row_bytes, nrows, tiles);
+        if (fast && (P->kind == GM_PK_N5D || P->kind == GM_PK_N5R)) {
+            pack_q5_0_panel(panel, src, row_bytes, nrows, tiles, P->kind == GM_PK_N5R);
             continue;
         }
         if (fast && (P->from == GM_Q4_K || P->from == GM_Q6_K)) {
@@ -564,7 +602,7 @@ static void pack_rows(gm_packed *P, const void *W, size_t row_bytes, size_t r0, 
                     uint8_t *t = panel + (bi * per_block + k) * P->tile_bytes;
                     for (int c = 0; c < 32; c++) codes[k][r][c] = (int8_t)(q[32 * k + (size_t)c] + off);
                     switch (P->kind) {
-                    case GM_PK_D16: case GM_PK_N5D: memcpy(t + so + 2 * r, block, 2); break; /* d, verbatim */
+                    case GM_PK_D16: case GM_PK_N5D: case GM_PK_N5R: memcpy(t + so + 2 * r, block, 2); break; /* d */
                     case GM_PK_SM32: case GM_PK_N4SM:
                         put_f32(t + so + 4 * r, sc[k]);
                         put_f32(t + so + 64 + 4 * r, m[k]);
@@ -603,7 +641,7 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             float w;
             switch (P->kind) {
             case GM_PK_D16: w = F16(t + so + 2 * i) * (float)code; break;
-            case GM_PK_N5D: w = F16(t + so + 2 * i) * (float)(code - 16); break;
+            case GM_PK_N5D: case GM_PK_N5R: w = F16(t + so + 2 * i) * (float)(code - 16); break;
             case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
             case GM_PK_N4K: w = ks[0] * (float)code + ks[1]; break;
             case GM_PK_N6: case GM_PK_N6C: w = ks[c / 16] * (float)(code - 32); break;

@@ -13,6 +13,8 @@
  *          columns 2g, 2g + 1, 2g + 16, 2g + 17) u8 [4 step pairs m][16 rows][4 slots]: low nibble =
  *          bits 0-3 of step 2m's code, high nibble = step 2m + 1's; then u8 [2 step quads q][16 rows]
  *          [4 slots]: bits 2s, 2s + 1 = bits 4-5 of step 4q + s's code
+ *   5-bit  (N5R, row form as N6) u8 [4 step pairs m][16 rows][4 slots] of nibbles as N6's, then u64 [8 steps
+ *          g]: bit 4r + s = bit 4 of row r's code in slot s of step g
  *
  * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
  *
@@ -21,6 +23,7 @@
  *   GM_PK_SM32   8-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q5_1, Q5_K (s = d*sc, m = -dmin*m)
  *   GM_PK_N4SM   4-bit  f32 s[16], m[16]               s[r] * q + m[r]            Q4_1
  *   GM_PK_N5D    5-bit  f16 d[16]                      d[r] * (q - 16)            Q5_0
+ *   GM_PK_N5R    5-bit  as GM_PK_N5D                   as GM_PK_N5D               Q5_0
  *   GM_PK_N4K    4-bit  u8 sc[16], mn[16]; per 8 tiles  (d sc) q - (dmin mn)       Q4_K
  *                       f16 d[16], -dmin[16]
  *   GM_PK_N6     6-bit  i8 sc[2][16] (per 16 columns);  (d sc[c / 16]) (q - 32)   Q6_K
@@ -43,6 +46,13 @@
  * Q5_0 also packs as GM_PK_D16 (codes q - 16, d verbatim) where the chosen kernels say so (AVX2:
  * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
  * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
+ *
+ * On AVX-512 VNNI (not AMX) Q5_0 packs as GM_PK_N5R, the row form: a step's 64 codes are one 512-bit load,
+ * an AND (and a shift for odd steps) and a masked add of 16 from the step's 64 plane bits, in the order
+ * vpdpbusd wants them; its single-token products take the three int8 terms too (N5D's int16 ones spend
+ * more in widening and in the fifth bits' two masked adds per step than the dot products do; docs/
+ * BENCHMARKS.md "Q5_0 in row form on AVX-512"). N5R's int16 pairs come from the same step bytes through
+ * the two byte shuffles N6 takes.
  *
  * Q6_K packs as GM_PK_N6C for the AVX2 kernels (one shift, AND and OR per 32 codes for their high
  * parts) and as GM_PK_N6 for AVX-512, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
@@ -99,7 +109,8 @@ typedef enum gm_pack_kind {
     GM_PK_N6,
     GM_PK_BF16,
     GM_PK_N4K,
-    GM_PK_N6C
+    GM_PK_N6C,
+    GM_PK_N5R
 } gm_pack_kind;
 
 typedef struct gm_packed {
@@ -116,8 +127,8 @@ typedef struct gm_packed {
 /* The packed kind the chosen kernels want for a weight type (GM_PK_NONE for float types: they keep the
  * f32 kernels). */
 gm_pack_kind gm_pack_kind_of(gm_dtype type);
-/* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D or
- * GM_PK_D16; Q6_K: GM_PK_N6 or GM_PK_N6C). */
+/* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D,
+ * GM_PK_N5R or GM_PK_D16; Q6_K: GM_PK_N6 or GM_PK_N6C). */
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type);
 /* Bytes of the packed form (gm_pack_kind_of's kind) of a rows x cols matrix of `type` (0 when the type is
  * not packed or cols is not a multiple of its block). */
@@ -125,7 +136,7 @@ size_t gm_packed_bytes(gm_dtype type, size_t rows, size_t cols);
 /* Describe the packed form of a rows x cols matrix of `type` (P->data left NULL). */
 void gm_pack_describe(gm_dtype type, size_t rows, size_t cols, gm_packed *P);
 /* The same as `kind` (one that gm_pack_kind_holds for the type), whatever the chosen kernels want: the
- * tests and benchmarks of both Q5_0 and both Q6_K layouts. */
+ * tests and benchmarks of every Q5_0 and Q6_K layout. */
 void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t cols, gm_packed *P);
 /* Bytes of P's packed data. */
 static inline size_t gm_packed_size(const gm_packed *P) {
@@ -174,7 +185,7 @@ static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
     case GM_PK_D16: return 512 + 32;
     case GM_PK_SM32: return 512 + 128;
     case GM_PK_N4SM: return 256 + 128;
-    case GM_PK_N5D: return 256 + 64 + 32;
+    case GM_PK_N5D: case GM_PK_N5R: return 256 + 64 + 32;
     case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
     case GM_PK_N6: case GM_PK_N6C: return 256 + 128;
     case GM_PK_BF16: return 1024;
@@ -255,6 +266,10 @@ bool gm_packed_int8_matmul(void);
  * xq->fast): GM_PK_N6 only with one, where vpmaddubsw + vpdpwssd per step cost half the int16 terms' vpdpwssd
  * (with three, 1.5 times). */
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast);
+/* Whether the chosen kernels' exact single-token product (gm_packed_matvec) of kind k is faster with the
+ * int8 terms: GM_PK_N5R (packed.h's header). Its matvec reads them where xq->has8, else the int16 terms;
+ * callers quantize the int8 terms of a single input where this says so. */
+bool gm_packed_decode_int8(gm_pack_kind k);
 
 /* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16
  * rows, the extra rows zero; they need room for that), the 32-value sums of x in s, and sets

@@ -266,4 +266,4 @@ static void matmul_amx(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq
 /* without the split (a few tokens: gm_packed_amx_min_tokens) the AVX-512 products, the int8 terms among them */
 const gm_packed_ops gm_packed_amx = {gm_quantize_x_avx512, gm_split_bf16_avx512, gm_packed_matvec_avx512, matmul_amx,
                                      gm_packed_matmul8_avx512, gm_quantize_x8_avx512, NULL, false, false, false,
-                                     gm_packed_screen_avx512};
+                                     false, gm_packed_screen_avx512};

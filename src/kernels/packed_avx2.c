@@ -280,4 +280,5 @@ static void packed_matmul_avx2(const gm_packed *P, size_t r0, size_t r1, const g
 
 const gm_packed_ops gm_packed_avx2 = {quantize_x_avx2,    gm_split_bf16_ref,      packed_matvec_avx2,
                                       packed_matmul_avx2, gm_packed_matmul8_avx2, gm_quantize_x8_ref,
-                                      gm_packed_matmul_f32_avx2, true, true, true, gm_packed_screen_avx2};
+                                      gm_packed_matmul_f32_avx2, true, true, true, false,
+                                      gm_packed_screen_avx2};

@@ -190,7 +190,7 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], c
         __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 512)));
         return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(s, d), acc);
     }
-    case GM_PK_N5D: {
+    case GM_PK_N5D: case GM_PK_N5R: {
         __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 320)));
         __m512i v1 = _mm512_sub_epi32(i[0], _mm512_set1_epi32(16 * (qs[0] + qs[1])));
         __m512i v2 = _mm512_sub_epi32(i[2], _mm512_set1_epi32(16 * (qs[2] + qs[3])));
@@ -370,6 +370,8 @@ static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_x
     }
 }
 
+static void matvec8_n5r(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+
 static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     if (r1 <= r0) return;
     switch (P->kind) {
@@ -379,6 +381,10 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
     case GM_PK_N4K: matvec_k(GM_PK_N4K, P, r0, r1, xq, y); return;
     case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
+    case GM_PK_N5R: /* the three int8 terms where the caller gave them (gm_packed_decode_int8) */
+        if (xq->has8) matvec8_n5r(P, r0, r1, xq, y);
+        else matvec_k(GM_PK_N5R, P, r0, r1, xq, y);
+        return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
     default: return;
     }
@@ -459,6 +465,7 @@ enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumu
 /* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
 GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
     if (K == GM_PK_N6) return n6_step_u8(t, g);
+    if (K == GM_PK_N5R) return n5r_step_u8(t, g);
     if (K == GM_PK_D16 || K == GM_PK_SM32) { /* pairs g and g + 8 side by side; D16's int8 + 128 */
         __m512i a = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
         __m512i b = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g + 256))), 16);
@@ -496,7 +503,7 @@ GM_AI __m512i q6_scale_pairs(const uint8_t *sc) {
 GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
                      const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K), ldd = xq->ldd;
-    const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D ? 16 : 0;
+    const int off = K == GM_PK_D16 ? 128 : K == GM_PK_N5D || K == GM_PK_N5R ? 16 : 0;
     const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
     __m512 acc[NT8_FAST], bacc = _mm512_setzero_ps();
 #pragma GCC unroll 12
@@ -558,7 +565,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 __m512i mx = _mm512_max_epi16(_mm512_and_si512(a, _mm512_set1_epi32(0xffff)), _mm512_srli_epi32(a, 16));
                 __m512 dmax = _mm512_mul_ps(_mm512_abs_ps(kd[0]), _mm512_cvtepi32_ps(mx)); /* |d| max(|sc0|, |sc1|) */
                 bacc = _mm512_fmadd_ps(dmax, _mm512_set1_ps(eb[b]), bacc);
-            } else if (K == GM_PK_D16 || K == GM_PK_N5D) {
+            } else if (K == GM_PK_D16 || K == GM_PK_N5D || K == GM_PK_N5R) {
                 __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + (K == GM_PK_D16 ? 512 : 320))));
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
                 if (bound) bacc = _mm512_fmadd_ps(_mm512_abs_ps(s), _mm512_set1_ps(eb[b]), bacc);
@@ -597,6 +604,12 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
     }
 }
 
+/* One input's exact product of an N5R matrix with its three int8 terms, whatever xq->fast says */
+static void matvec8_n5r(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+        matmul8_k(GM_PK_N5R, 1, false, P, p, r0, r1, xq, 0, y, 0, NULL, NULL);
+}
+
 void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
                               size_t ldy) {
     if (r1 <= r0) return;
@@ -606,6 +619,7 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N5R: matmul8_kind(GM_PK_N5R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: /* one term only (gm_packed_kind_int8) */
         if (xq->fast) matmul8_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy);
         else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
@@ -635,6 +649,7 @@ void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
     case GM_PK_N4SM: matmul_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N5R: matmul_kind(GM_PK_N5R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: matmul_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }
@@ -652,4 +667,4 @@ void gm_quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm
 
 const gm_packed_ops gm_packed_avx512 = {quantize_x_avx512, gm_split_bf16_avx512, packed_matvec_avx512,
                                         gm_packed_matmul_avx512, gm_packed_matmul8_avx512, quantize_x8_avx512, NULL,
-                                        false, false, false, gm_packed_screen_avx512};
+                                        false, false, false, true, gm_packed_screen_avx512};

@@ -78,7 +78,7 @@ static double tile_ref(const gm_packed *P, const uint8_t *panel, int i, const gm
     switch (k) {
     case GM_PK_D16:
         return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * dx * DOT(0, 32, 0, 0, 0);
-    case GM_PK_N5D:
+    case GM_PK_N5D: case GM_PK_N5R:
         return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * dx * DOT(0, 32, 16, qs[0] + qs[1], qs[2] + qs[3]);
     case GM_PK_SM32: case GM_PK_N4SM: {
         size_t so = k == GM_PK_SM32 ? 512 : 256;
@@ -188,7 +188,7 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
     }
     switch (k) {
     case GM_PK_D16: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * e * F;
-    case GM_PK_N5D: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * e * (F - 16.0 * Sx);
+    case GM_PK_N5D: case GM_PK_N5R: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * e * (F - 16.0 * Sx);
     case GM_PK_SM32: case GM_PK_N4SM: {
         size_t so = k == GM_PK_SM32 ? 512 : 256;
         return (double)f32_at(tile + so + 4 * i) * e * F + (double)f32_at(tile + so + 64 + 4 * i) * e * Sx;
@@ -259,4 +259,4 @@ void gm_packed_screen_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq 
 }
 
 const gm_packed_ops gm_packed_scalar = {gm_quantize_x_ref, gm_split_bf16_ref, gm_packed_matvec_ref, gm_packed_matmul_ref,
-                                        NULL, gm_quantize_x8_ref, NULL, false, false, false, NULL};
+                                        NULL, gm_quantize_x8_ref, NULL, false, false, false, false, NULL};

@@ -26,10 +26,20 @@ GM_PI __m512i n6_step_u8(const uint8_t *t, int g) {
     return _mm512_ternarylogic_epi32(n, _mm512_and_si512(c, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
 }
 
+/* Step g's codes of an N5R tile (packed.h), as n6_step_u8: the nibbles, then 16 added where the step's
+ * plane bit is set. One load, a shift for odd steps, an AND and a masked add. */
+GM_PI __m512i n5r_step_u8(const uint8_t *t, int g) {
+    __m512i n = _mm512_loadu_si512((const void *)(t + 64 * (g >> 1)));
+    if (g & 1) n = _mm512_srli_epi16(n, 4); /* the high nibbles; what spills in from the next byte is masked */
+    n = _mm512_and_si512(n, _mm512_set1_epi8(0x0f));
+    /* kmovq from memory: a load, not a shuffle-port move */
+    return _mm512_mask_add_epi8(n, _load_mask64((__mmask64 *)(t + 256 + 8 * g)), n, _mm512_set1_epi8(16));
+}
+
 /* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
 GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
-    if (K == GM_PK_N6) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
-        __m512i w = n6_step_u8(t, g);
+    if (K == GM_PK_N6 || K == GM_PK_N5R) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
+        __m512i w = K == GM_PK_N6 ? n6_step_u8(t, g) : n5r_step_u8(t, g);
         /* -128 zeroes a byte, and stays negative plus 2 */
         const __m128i a = _mm_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128);
         *wa = _mm512_shuffle_epi8(w, _mm512_broadcast_i32x4(a));

@@ -397,15 +397,22 @@ static void quantize8_rows(gm_device *d, const void *arg, int t0, int t1) {
 
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
 static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, const float *X, int T) {
-    /* the int8 terms feed the batched products, and with --precision fast the single-token ones too */
-    bool quant = false, bf16 = false, int8 = d->xq.b8 && gm_packed_int8_matmul() && (T > 1 || d->fast), int16 = false;
+    /* the int8 terms feed the batched products, with --precision fast the single-token ones too, and the
+     * exact single-token ones of the kinds that read them faster (gm_packed_decode_int8) */
+    bool quant = false, bf16 = false, int16 = false, batch8 = T > 1 || d->fast, decode8 = false;
     size_t amx_from = 2; /* AMX from this many tokens: where it is faster for every matrix of the call */
     for (int i = 0; i < n; i++) {
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;
         bf16 |= k == GM_PK_BF16;
+        decode8 |= !batch8 && gm_packed_decode_int8(k);
         if (k != GM_PK_NONE && gm_packed_amx_min_tokens(k) > amx_from) amx_from = gm_packed_amx_min_tokens(k);
-        int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !(int8 && gm_packed_kind_int8(k, d->fast)); /* matvec, Q6_K */
+    }
+    bool int8 = d->xq.b8 && gm_packed_int8_matmul() && (batch8 || decode8);
+    for (int i = 0; i < n; i++) { /* the int16 terms for the rest: matvec, Q6_K */
+        gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
+        bool reads8 = int8 && (batch8 ? gm_packed_kind_int8(k, d->fast) : gm_packed_decode_int8(k));
+        int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !reads8;
     }
     size_t C = (size_t)ms[0]->full_cols;
     bool amx = T > 1 && (quant || bf16) && (size_t)T >= amx_from && gm_packed_amx_matmul();
