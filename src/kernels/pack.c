@@ -356,18 +356,29 @@ static void put_nibbles(uint8_t *t, const __m128i in[16]) {
 /* Row r's nibbles of a Q5_0 tile in N5R's row form (packed.h) from its 16 qs bytes q (byte j: element j
  * low, j + 16 high): slots 0-3 of step g are elements 2g, 2g + 1, 2g + 16, 2g + 17, so step pair m's
  * 4 bytes are lo(q[4m]) | lo(q[4m + 2]) << 4, lo(q[4m + 1]) | lo(q[4m + 3]) << 4 and the same of the high
- * nibbles. */
-static void put_n5r_row(uint8_t *t, size_t r, __m128i q) {
+ * nibbles: dword m of the result. */
+static __m128i n5r_row(__m128i q) {
     const __m128i n4 = _mm_set1_epi8(15);
     __m128i lo = _mm_and_si128(q, n4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), n4);
     /* byte k: nibble k | nibble k + 2 << 4 (a byte of at most 15 shifted by 4 stays in its byte) */
     lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_srli_si128(lo, 2), 4));
     hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_srli_si128(hi, 2), 4));
-    /* word 2k of lo, then of hi: step pair m = k / 2 at bytes 8m' of each half (m' = m % 2) */
-    _Alignas(16) uint8_t u[32];
-    _mm_store_si128((__m128i *)u, _mm_unpacklo_epi16(lo, hi));
-    _mm_store_si128((__m128i *)(u + 16), _mm_unpackhi_epi16(lo, hi));
-    for (int m = 0; m < 4; m++) memcpy(t + 64 * m + 4 * r, u + 8 * m, 4);
+    /* word 2k of lo, then of hi, for k = 2m: step pair m in dwords 0, 2 of each half */
+    __m128i a = _mm_unpacklo_epi16(lo, hi), b = _mm_unpackhi_epi16(lo, hi);
+    return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)), _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The 16 rows' nibbles of an N5R tile: rows' dwords m transposed 4 rows at a time to byte 64 m + 4 r */
+static void put_n5r_nibbles(uint8_t *t, const __m128i in[16]) {
+    for (int r = 0; r < 16; r += 4) {
+        __m128i a = n5r_row(in[r]), b = n5r_row(in[r + 1]), c = n5r_row(in[r + 2]), d = n5r_row(in[r + 3]);
+        __m128i ab0 = _mm_unpacklo_epi32(a, b), ab1 = _mm_unpackhi_epi32(a, b);
+        __m128i cd0 = _mm_unpacklo_epi32(c, d), cd1 = _mm_unpackhi_epi32(c, d);
+        _mm_storeu_si128((__m128i *)(t + 4 * r), _mm_unpacklo_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(t + 64 + 4 * r), _mm_unpackhi_epi64(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(t + 128 + 4 * r), _mm_unpacklo_epi64(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(t + 192 + 4 * r), _mm_unpackhi_epi64(ab1, cd1));
+    }
 }
 
 /* 32 bits to 64 with two zero bits after each 2-bit cell: cell c to bits 4c, 4c + 1 */
@@ -381,7 +392,7 @@ static uint64_t spread_cells2(uint32_t w) {
 
 /* Q5_0 -> N5D: byte 32g + 2r + j of a tile is byte 2g + j of row r's qs (low nibble = element
  * 2g + j, high nibble = element 2g + j + 16, as in the tile), so the nibbles are an 8 x 16 transpose
- * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. N5R (`rows`): the nibbles by put_n5r_row,
+ * of u16; plane word p takes bits 2p, 2p + 1 of every row's qh. N5R (`rows`): the nibbles by put_n5r_nibbles,
  * and step g's plane word interleaves the cells of words g and g + 8 (columns 2g, 2g + 1 and 16 more). */
 static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nrows, size_t tiles, bool rows) {
     for (size_t b = 0; b < tiles; b++) {
@@ -405,10 +416,10 @@ static void pack_q5_0_panel(uint8_t *dst, const uint8_t *W, size_t rb, size_t nr
             put_plane(t + 256, plane);
             continue;
         }
-        for (size_t r = 0; r < 16; r++) put_n5r_row(t, r, in[r]);
+        put_n5r_nibbles(t, in);
         for (int g = 0; g < 8; g++) {
             uint64_t w = spread_cells2(plane[g]) | spread_cells2(plane[g + 8]) << 2;
-            for (int k = 0; k < 8; k++) t[256 + 8 * g + k] = (uint8_t)(w >> 8 * k); /* little-endian */
+            memcpy(t + 256 + 8 * g, &w, 8); /* x86: little-endian */
         }
     }
 }
