@@ -163,8 +163,8 @@ bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
 }
 
 bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
-    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o)) &&
-           (k != GM_PK_N5R || o->q5_0_as_n5r);
+    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) &&
+           (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o)) && (k != GM_PK_N5R || o->q5_0_as_n5r);
 }
 
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {

@@ -33,8 +33,9 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
 }
 
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
-    return kind != GM_PK_NONE && (kind == native_kind(type) || (type == GM_Q5_0 && (kind == GM_PK_D16 || kind == GM_PK_N5R)) ||
-                                  (type == GM_Q6_K && kind == GM_PK_N6C));
+    return kind != GM_PK_NONE &&
+           (kind == native_kind(type) || (type == GM_Q5_0 && (kind == GM_PK_D16 || kind == GM_PK_N5R)) ||
+            (type == GM_Q6_K && kind == GM_PK_N6C));
 }
 
 /* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
@@ -365,7 +366,8 @@ static __m128i n5r_row(__m128i q) {
     hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_srli_si128(hi, 2), 4));
     /* word 2k of lo, then of hi, for k = 2m: step pair m in dwords 0, 2 of each half */
     __m128i a = _mm_unpacklo_epi16(lo, hi), b = _mm_unpackhi_epi16(lo, hi);
-    return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)), _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+    enum { EVEN_FIRST = _MM_SHUFFLE(3, 1, 2, 0) }; /* dwords 0, 2 to the low half */
+    return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, EVEN_FIRST), _mm_shuffle_epi32(b, EVEN_FIRST));
 }
 
 /* The 16 rows' nibbles of an N5R tile: rows' dwords m transposed 4 rows at a time to byte 64 m + 4 r */

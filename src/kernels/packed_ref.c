@@ -188,7 +188,8 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
     }
     switch (k) {
     case GM_PK_D16: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 512 + 2 * i)) * e * F;
-    case GM_PK_N5D: case GM_PK_N5R: return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * e * (F - 16.0 * Sx);
+    case GM_PK_N5D: case GM_PK_N5R:
+        return (double)gm_f16_to_f32(gm_kernels_le16(tile + 320 + 2 * i)) * e * (F - 16.0 * Sx);
     case GM_PK_SM32: case GM_PK_N4SM: {
         size_t so = k == GM_PK_SM32 ? 512 : 256;
         return (double)f32_at(tile + so + 4 * i) * e * F + (double)f32_at(tile + so + 64 + 4 * i) * e * Sx;

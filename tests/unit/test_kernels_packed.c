@@ -933,7 +933,8 @@ int main(void) {
     bool avx2 = gm_packed_ops_chosen() == gm_packed_lookup("avx2");
     bool avx512 = gm_packed_lookup("avx512") && gm_packed_ops_chosen() == gm_packed_lookup("avx512");
     CHECK(gm_pack_kind_of(GM_Q5_0) == (avx2 ? GM_PK_D16 : avx512 ? GM_PK_N5R : GM_PK_N5D),
-          "Q5_0 packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q5_0), avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
+          "Q5_0 packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q5_0),
+          avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
     const char *int16_env = getenv("GM_INT16_MATMUL"); /* gm_packed_int8_matmul's switch */
     CHECK(gm_packed_decode_int8(GM_PK_N5R) == (avx512 && !(int16_env && *int16_env == '1')) &&
               !gm_packed_decode_int8(GM_PK_N5D) && !gm_packed_decode_int8(GM_PK_D16),
