@@ -65,6 +65,7 @@ static const gm_packed_ops *g_packed;
 static const gm_vec_ops *g_vec;
 static gm_prefetch g_prefetch = {512, 3072}, g_prefetch_k = {512, 3072}; /* g_prefetch_k: compact K-quants */
 static bool g_attn_l2;
+static bool g_int16_matmul; /* GM_INT16_MATMUL=1: the int16 batched products, to compare */
 
 /* A prefetch distance from the environment: anything but 0..65536 in steps of 64 keeps the default. */
 static void prefetch_env(const char *name, size_t *dist) {
@@ -96,6 +97,8 @@ static void init_once(void) {
      * fastest on the hardware prefetcher alone: 1B BF16 +30 %, 270M and 1B Q8_0 +10 % on one thread */
     if (g_cpu.amd && g_cpu.avx512) g_prefetch = (gm_prefetch){0, 0}, g_prefetch_k = (gm_prefetch){0, 8192};
     g_attn_l2 = g_cpu.amd && g_cpu.avx512;
+    const char *i16 = getenv("GM_INT16_MATMUL"); /* read once: prepare_inputs asks per matrix and step */
+    g_int16_matmul = i16 && *i16 == '1';
     const char *kv = getenv("GM_KV_PREFETCH");
     if (kv && (strcmp(kv, "l1") == 0 || strcmp(kv, "l2") == 0)) g_attn_l2 = kv[1] == '2';
     prefetch_env("GM_PREFETCH", &g_prefetch.l1);
@@ -130,8 +133,7 @@ const gm_packed_ops *gm_packed_lookup(const char *isa) {
 
 bool gm_packed_int8_matmul(void) {
     pthread_once(&g_once, init_once);
-    const char *e = getenv("GM_INT16_MATMUL"); /* the int16 path, to compare */
-    return g_packed->matmul8 != NULL && !(e && *e == '1');
+    return g_packed->matmul8 != NULL && !g_int16_matmul;
 }
 
 bool gm_packed_decode_int8(gm_pack_kind k) {
@@ -140,8 +142,7 @@ bool gm_packed_decode_int8(gm_pack_kind k) {
 
 bool gm_packed_f32_matmul(void) {
     pthread_once(&g_once, init_once);
-    const char *e = getenv("GM_INT16_MATMUL");
-    return g_packed->matmul_f32 != NULL && !(e && *e == '1');
+    return g_packed->matmul_f32 != NULL && !g_int16_matmul;
 }
 
 bool gm_packed_matvec_xb(void) {
@@ -163,8 +164,8 @@ bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
 }
 
 bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
-    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) &&
-           (!gm_pack_kind_q6(k) || k == gm_packed_ops_q6_kind(o)) && (k != GM_PK_N5R || o->q5_0_as_n5r);
+    /* Q6_K's and Q5_0's kinds only as these kernels pack them (the reference has no matmul8) */
+    return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && gm_packed_ops_handles(o, k);
 }
 
 gm_prefetch gm_packed_prefetch(gm_pack_kind k) {

@@ -378,21 +378,25 @@ static void for_tokens(gm_device *d, int T, token_fn fn, const void *arg) {
     gm_pool_run_chunks(d->pool, token_run, &j, runs);
 }
 
+typedef void (*quantize_fn)(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 typedef struct quant_arg {
     const float *X; /* [T][C] */
     size_t C;
+    quantize_fn quantize; /* gm_quantize_x (the int16 terms) or gm_quantize_x8 (the int8 ones) */
 } quant_arg;
 
-/* rows [t0, t1) of the int16 terms (quantize_rows) or of the int8 terms (quantize8_rows), into d->xq */
+/* rows [t0, t1) of the terms, into d->xq */
 static void quantize_rows(gm_device *d, const void *arg, int t0, int t1) {
     const quant_arg *a = arg;
     gm_xq v = gm_xq_rows(&d->xq, a->C, (size_t)t0);
-    gm_quantize_x(a->X + (size_t)t0 * a->C, a->C, (size_t)(t1 - t0), a->C, &v);
+    a->quantize(a->X + (size_t)t0 * a->C, a->C, (size_t)(t1 - t0), a->C, &v);
 }
-static void quantize8_rows(gm_device *d, const void *arg, int t0, int t1) {
-    const quant_arg *a = arg;
-    gm_xq v = gm_xq_rows(&d->xq, a->C, (size_t)t0);
-    gm_quantize_x8(a->X + (size_t)t0 * a->C, a->C, (size_t)(t1 - t0), a->C, &v);
+
+/* X [T][C]'s terms into d->xq: a batch's rows on the threads, then a call without rows sets xq's layout */
+static void quantize_inputs(gm_device *d, const float *X, size_t C, int T, quantize_fn quantize) {
+    quant_arg qa = {X, C, quantize};
+    if (T > 1) for_tokens(d, T, quantize_rows, &qa);
+    quantize(X, C, T > 1 ? 0 : (size_t)T, C, &d->xq);
 }
 
 /* X [T][full_cols] prepared for the packed kernels of ms (quantized once for all of them). */
@@ -427,17 +431,9 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
     } else {
         /* fast BF16 products of several tokens read the bf16 rounding of x (the split's hi) */
         if (bf16) gm_prepare_x_bf16(X, C, (size_t)T, C, d->fast && T > 1, &d->xq);
-        /* the int16 terms only where a product reads them (gm_quantize_x clears has8: it goes first); the
-         * rows on the threads, then a call without rows sets xq's layout */
-        quant_arg qa = {X, C};
-        if (int16) {
-            if (T > 1) for_tokens(d, T, quantize_rows, &qa);
-            gm_quantize_x(X, C, T > 1 ? 0 : (size_t)T, C, &d->xq);
-        }
-        if (quant && int8) {
-            if (T > 1) for_tokens(d, T, quantize8_rows, &qa);
-            gm_quantize_x8(X, C, T > 1 ? 0 : (size_t)T, C, &d->xq);
-        }
+        /* the int16 terms only where a product reads them (gm_quantize_x clears has8: it goes first) */
+        if (int16) quantize_inputs(d, X, C, T, gm_quantize_x);
+        if (quant && int8) quantize_inputs(d, X, C, T, gm_quantize_x8);
     }
     d->xq.f32 = f32;
     d->xq.fast = d->fast && !amx; /* the AMX matmuls stay exact */
