@@ -68,9 +68,9 @@ static uint8_t *make_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
     return w;
 }
 
-/* The packed kinds a type runs as: the one it packs as where no kernels prefer another, and for Q5_0 and
- * Q6_K also the others (the 8-bit tiles "Q5_0/D", AVX2's, and the row form "Q5_0/R", AVX-512's; the
- * crumbs "Q6_K/C", AVX2's). name[0]: the type's. */
+/* The packed kinds a type runs as: the one it packs as where no kernels prefer another, and for Q5_0, Q4_K and
+ * Q6_K also the others (the 8-bit tiles "Q5_0/D", AVX2's, and the row forms "Q5_0/R" and "Q4_K/R", AVX-512's;
+ * the crumbs "Q6_K/C", AVX2's). name[0]: the type's. */
 typedef struct pack_kinds {
     gm_pack_kind k[3];
     int n;
@@ -79,6 +79,7 @@ typedef struct pack_kinds {
 
 static pack_kinds kinds_of(gm_dtype t) {
     if (t == GM_Q5_0) return (pack_kinds){{GM_PK_N5D, GM_PK_D16, GM_PK_N5R}, 3, {"Q5_0", "Q5_0/D", "Q5_0/R"}};
+    if (t == GM_Q4_K) return (pack_kinds){{GM_PK_N4K, GM_PK_N4R}, 2, {"Q4_K", "Q4_K/R"}};
     if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C}, 2, {"Q6_K", "Q6_K/C"}};
     return (pack_kinds){{gm_pack_kind_of(t), GM_PK_NONE}, 1, {gm_dtype_get(t)->name}};
 }
@@ -133,7 +134,8 @@ static void packed_run_once(const packed_run *r) {
         return;
     }
     if (r->t == GM_BF16) gm_prepare_x_bf16(r->x, cols, 1, cols, false, r->xq);
-    else if (r->P->kind == GM_PK_N5R && r->ops->q5_0_as_n5r && r->xq->b8) { /* as the engine: the int8 terms */
+    else if ((r->P->kind == GM_PK_N5R || r->P->kind == GM_PK_N4R) && r->ops->row_form && r->xq->b8) {
+        /* as the engine: the int8 terms */
         r->ops->quantize_x8(r->x, cols, 1, cols, r->xq);
         r->xq->fast = false;
     } else r->ops->quantize_x(r->x, cols, 1, cols, r->xq);

@@ -137,7 +137,7 @@ bool gm_packed_int8_matmul(void) {
 }
 
 bool gm_packed_decode_int8(gm_pack_kind k) {
-    return k == GM_PK_N5R && gm_packed_int8_matmul() && g_packed->q5_0_as_n5r;
+    return (k == GM_PK_N5R || k == GM_PK_N4R) && gm_packed_int8_matmul() && g_packed->row_form;
 }
 
 bool gm_packed_f32_matmul(void) {
@@ -151,7 +151,7 @@ bool gm_packed_matvec_xb(void) {
 }
 
 bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
-    if (k == GM_PK_N5R) return o == &gm_packed_scalar || o->q5_0_as_n5r;
+    if (k == GM_PK_N5R || k == GM_PK_N4R) return o == &gm_packed_scalar || o->row_form;
     return !gm_pack_kind_q6(k) || o == &gm_packed_scalar || k == gm_packed_ops_q6_kind(o);
 }
 
@@ -159,12 +159,12 @@ bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
     /* Q6_K: vpmaddubsw keeps the two 16-column halves apart, each with its scale (vpdpbusd would sum 2
      * columns of each into one); on AVX2 (N6C) that is the cheaper product with any number of terms, on
      * AVX-512 (N6) only with one */
-    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D ||
+    return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || gm_pack_kind_q4k(k) || k == GM_PK_N5D ||
            k == GM_PK_N5R || k == GM_PK_N6C || (fast && k == GM_PK_N6);
 }
 
 bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
-    /* Q6_K's and Q5_0's kinds only as these kernels pack them (the reference has no matmul8) */
+    /* Q6_K's, Q5_0's and Q4_K's kinds only as these kernels pack them (the reference has no matmul8) */
     return o->matmul8 != NULL && gm_packed_kind_int8(k, fast) && gm_packed_ops_handles(o, k);
 }
 

@@ -39,15 +39,15 @@ typedef struct gm_packed_ops {
     bool q5_0_as_d16;
     /* Q6_K packs as GM_PK_N6C (4-bit codes and 2-bit pairs) rather than GM_PK_N6 (row form) */
     bool q6_k_as_n6c;
-    /* Q5_0 packs as GM_PK_N5R (row form) rather than GM_PK_N5D, and its single-token exact products read the
-     * int8 terms where the caller prepared them (xq->has8) */
-    bool q5_0_as_n5r;
+    /* Q5_0 and Q4_K pack in row form (GM_PK_N5R, GM_PK_N4R) rather than as GM_PK_N5D and GM_PK_N4K, and their
+     * single-token exact products read the int8 terms where the caller prepared them (xq->has8) */
+    bool row_form;
     /* gm_packed_screen for GM_PK_D16 (NULL: these kernels do not screen) */
     void (*screen)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 } gm_packed_ops;
 
 /* Whether these kernels take packed matrices of kind k: every kind but the Q6_K kind they do not pack Q6_K
- * as (AVX2 reads N6C, AVX-512 N6; the reference both), and N5R only where they pack Q5_0 so. */
+ * as (AVX2 reads N6C, AVX-512 N6; the reference both), and N5R / N4R only where they pack in row form. */
 bool gm_packed_ops_handles(const gm_packed_ops *ops, gm_pack_kind k);
 /* The kind these kernels pack Q6_K as (q6_k_as_n6c): the one their Q6_K int8 products and screen take. */
 static inline gm_pack_kind gm_packed_ops_q6_kind(const gm_packed_ops *o) {

@@ -27,7 +27,8 @@ static gm_pack_kind native_kind(gm_dtype type) {
 
 gm_pack_kind gm_pack_kind_of(gm_dtype type) {
     if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_d16) return GM_PK_D16;
-    if (type == GM_Q5_0 && gm_packed_ops_chosen()->q5_0_as_n5r) return GM_PK_N5R;
+    if (type == GM_Q5_0 && gm_packed_ops_chosen()->row_form) return GM_PK_N5R;
+    if (type == GM_Q4_K && gm_packed_ops_chosen()->row_form) return GM_PK_N4R;
     if (type == GM_Q6_K) return gm_packed_ops_q6_kind(gm_packed_ops_chosen());
     return native_kind(type);
 }
@@ -35,7 +36,7 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
     return kind != GM_PK_NONE &&
            (kind == native_kind(type) || (type == GM_Q5_0 && (kind == GM_PK_D16 || kind == GM_PK_N5R)) ||
-            (type == GM_Q6_K && kind == GM_PK_N6C));
+            (type == GM_Q4_K && kind == GM_PK_N4R) || (type == GM_Q6_K && kind == GM_PK_N6C));
 }
 
 /* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
@@ -48,14 +49,15 @@ static size_t scale_offset(gm_pack_kind k) {
 }
 
 static bool nibble_kind(gm_pack_kind k) {
-    return k == GM_PK_N4SM || k == GM_PK_N4K || k == GM_PK_N5D || k == GM_PK_N5R || gm_pack_kind_q6(k);
+    return k == GM_PK_N4SM || gm_pack_kind_q4k(k) || k == GM_PK_N5D || k == GM_PK_N5R || gm_pack_kind_q6(k);
 }
 
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
-    if (k == GM_PK_N6 || k == GM_PK_N5R) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
+    if (k == GM_PK_N6 || k == GM_PK_N5R || k == GM_PK_N4R) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
         int g = p & 7, at = 4 * (i >> 1) + 2 * (p >> 3) + (i & 1), c = t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15;
+        if (k == GM_PK_N4R) return c;
         if (k == GM_PK_N5R) return c | (t[256 + 8 * g + at / 8] >> at % 8 & 1) << 4;
         return c | (t[256 + 64 * (g >> 2) + at] >> 2 * (g & 3) & 3) << 4;
     }
@@ -87,7 +89,7 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
     P->tile_bytes = gm_pack_tile_bytes(P->kind);
     P->panel_bytes = cols / 32 * P->tile_bytes;
     if (gm_pack_kind_compact(P->kind)) { /* packed.h: codes, 32 bytes of scale codes per tile, f16 scales */
-        P->sb_bytes = P->kind == GM_PK_N4K ? 64 : 32;
+        P->sb_bytes = gm_pack_kind_q4k(P->kind) ? 64 : 32;
         P->sc_at = P->panel_bytes;
         P->sb_at = P->sc_at + cols / 32 * 32;
         P->panel_bytes = (P->sb_at + cols / 256 * P->sb_bytes + 63) / 64 * 64;
@@ -97,7 +99,7 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]) {
     const uint8_t *sc = gm_packed_sc(P, panel, b), *sb = gm_packed_sb(P, panel, b);
     float d = F16(sb + 2 * i);
-    if (P->kind == GM_PK_N4K) {
+    if (gm_pack_kind_q4k(P->kind)) {
         out[0] = d * (float)sc[i];
         out[1] = F16(sb + 32 + 2 * i) * (float)sc[16 + i]; /* -dmin mn */
     } else {
@@ -354,10 +356,10 @@ static void put_nibbles(uint8_t *t, const __m128i in[16]) {
     }
 }
 
-/* Row r's nibbles of a Q5_0 tile in N5R's row form (packed.h) from its 16 qs bytes q (byte j: element j
- * low, j + 16 high): slots 0-3 of step g are elements 2g, 2g + 1, 2g + 16, 2g + 17, so step pair m's
- * 4 bytes are lo(q[4m]) | lo(q[4m + 2]) << 4, lo(q[4m + 1]) | lo(q[4m + 3]) << 4 and the same of the high
- * nibbles: dword m of the result. */
+/* A row's nibbles of a tile in N5R's or N4R's row form (packed.h) from its 16 nibble bytes q (byte j: element
+ * j low, j + 16 high; Q5_0's qs, Q4_K's from nibble_pairs): slots 0-3 of step g are elements 2g, 2g + 1,
+ * 2g + 16, 2g + 17, so step pair m's 4 bytes are lo(q[4m]) | lo(q[4m + 2]) << 4, lo(q[4m + 1]) |
+ * lo(q[4m + 3]) << 4 and the same of the high nibbles: dword m of the result. */
 static __m128i n5r_row(__m128i q) {
     const __m128i n4 = _mm_set1_epi8(15);
     __m128i lo = _mm_and_si128(q, n4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), n4);
@@ -370,7 +372,7 @@ static __m128i n5r_row(__m128i q) {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, EVEN_FIRST), _mm_shuffle_epi32(b, EVEN_FIRST));
 }
 
-/* The 16 rows' nibbles of an N5R tile: rows' dwords m transposed 4 rows at a time to byte 64 m + 4 r */
+/* The 16 rows' nibbles of an N5R or N4R tile: rows' dwords m transposed 4 rows at a time to byte 64 m + 4 r */
 static void put_n5r_nibbles(uint8_t *t, const __m128i in[16]) {
     for (int r = 0; r < 16; r += 4) {
         __m128i a = n5r_row(in[r]), b = n5r_row(in[r + 1]), c = n5r_row(in[r + 2]), d = n5r_row(in[r + 3]);
@@ -472,7 +474,7 @@ static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const ui
     memcpy(t + 320 + 4 * r, &c1, 4);
 }
 
-/* Q4_K -> N4K and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
+/* Q4_K -> N4K / N4R and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
  * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
  * generic path goes value by value). */
 static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, size_t rb, size_t nrows) {
@@ -484,7 +486,7 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         __m128i in[8][16];
         /* Q6_K's high bits as crumbs (N6C; its rows past the end zero), or N6's rows written in place */
         uint64_t crumbs[8][16];
-        const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6;
+        const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6, n4r = P->kind == GM_PK_N4R;
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
                 for (int k = 0; k < 8; k++) {
@@ -516,6 +518,10 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         }
         for (int k = 0; k < 8 && !n6; k++) {
             uint8_t *t = tiles + (size_t)k * tile_bytes;
+            if (n4r) { /* rows past the end from their zeroed nibble pairs */
+                put_n5r_nibbles(t, in[k]);
+                continue;
+            }
             put_nibbles(t, in[k]);
             if (n6c)
                 for (int r = 0; r < 16; r++)
@@ -538,15 +544,15 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
             }
         return;
     }
-    if (k == GM_PK_N6 || k == GM_PK_N5R) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
-        memset(t, 0, k == GM_PK_N6 ? 384 : 320); /* N5R's scales follow */
+    if (k == GM_PK_N6 || k == GM_PK_N5R || k == GM_PK_N4R) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
+        memset(t, 0, k == GM_PK_N6 ? 384 : k == GM_PK_N5R ? 320 : 256); /* N5R's scales follow */
         for (int g = 0; g < 8; g++)
             for (int r = 0; r < 16; r++)
                 for (int s = 0; s < 4; s++) {
                     int c = codes[r][2 * g + (s & 1) + 16 * (s >> 1)], at = 4 * r + s;
                     t[64 * (g >> 1) + at] |= (uint8_t)((c & 15) << 4 * (g & 1));
                     if (k == GM_PK_N6) t[256 + 64 * (g >> 2) + at] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
-                    else t[256 + 8 * g + at / 8] |= (uint8_t)((c >> 4 & 1) << at % 8);
+                    else if (k == GM_PK_N5R) t[256 + 8 * g + at / 8] |= (uint8_t)((c >> 4 & 1) << at % 8);
                 }
         return;
     }
@@ -656,7 +662,7 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             case GM_PK_D16: w = F16(t + so + 2 * i) * (float)code; break;
             case GM_PK_N5D: case GM_PK_N5R: w = F16(t + so + 2 * i) * (float)(code - 16); break;
             case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
-            case GM_PK_N4K: w = ks[0] * (float)code + ks[1]; break;
+            case GM_PK_N4K: case GM_PK_N4R: w = ks[0] * (float)code + ks[1]; break;
             case GM_PK_N6: case GM_PK_N6C: w = ks[c / 16] * (float)(code - 32); break;
             default: w = 0; break;
             }

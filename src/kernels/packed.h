@@ -15,6 +15,7 @@
  *          [4 slots]: bits 2s, 2s + 1 = bits 4-5 of step 4q + s's code
  *   5-bit  (N5R, row form as N6) u8 [4 step pairs m][16 rows][4 slots] of nibbles as N6's, then u64 [8 steps
  *          g]: bit 4r + s = bit 4 of row r's code in slot s of step g
+ *   4-bit  (N4R, row form as N6) u8 [4 step pairs m][16 rows][4 slots] of nibbles as N6's
  *
  * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
  *
@@ -26,6 +27,7 @@
  *   GM_PK_N5R    5-bit  as GM_PK_N5D                   as GM_PK_N5D               Q5_0
  *   GM_PK_N4K    4-bit  u8 sc[16], mn[16]; per 8 tiles  (d sc) q - (dmin mn)       Q4_K
  *                       f16 d[16], -dmin[16]
+ *   GM_PK_N4R    4-bit  as GM_PK_N4K                    as GM_PK_N4K               Q4_K
  *   GM_PK_N6     6-bit  i8 sc[2][16] (per 16 columns);  (d sc[c / 16]) (q - 32)   Q6_K
  *                       per 8 tiles f16 d[16]
  *   GM_PK_N6C    6-bit  as GM_PK_N6                     as GM_PK_N6                Q6_K
@@ -47,12 +49,14 @@
  * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
  * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
  *
- * On AVX-512 VNNI (not AMX) Q5_0 packs as GM_PK_N5R, the row form: a step's 64 codes are one 512-bit load,
+ * On AVX-512 VNNI (not AMX) Q5_0 packs as GM_PK_N5R and Q4_K as GM_PK_N4R, the row form: a step's 64 codes are one 512-bit load,
  * an AND (and a shift for odd steps) and a masked add of 16 from the step's 64 plane bits, in the order
  * vpdpbusd wants them; its single-token products take the three int8 terms too (N5D's int16 ones spend
  * more in widening and in the fifth bits' two masked adds per step than the dot products do; docs/
- * BENCHMARKS.md "Q5_0 in row form on AVX-512"). N5R's int16 pairs come from the same step bytes through
- * the two byte shuffles N6 takes.
+ * BENCHMARKS.md "Q5_0 in row form on AVX-512"). N4R is the same without the fifth bits: an AND (and a shift)
+ * a step where N4K's 8-bit tiles take a widening, a shift and a vpternlogd, and its single-token products take
+ * the int8 terms too (docs/BENCHMARKS.md "Q4_K in row form on AVX-512"). N5R's and N4R's int16 pairs come from
+ * the same step bytes through the two byte shuffles N6 takes.
  *
  * Q6_K packs as GM_PK_N6C for the AVX2 kernels (one shift, AND and OR per 32 codes for their high
  * parts) and as GM_PK_N6 for AVX-512, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
@@ -110,7 +114,8 @@ typedef enum gm_pack_kind {
     GM_PK_BF16,
     GM_PK_N4K,
     GM_PK_N6C,
-    GM_PK_N5R
+    GM_PK_N5R,
+    GM_PK_N4R
 } gm_pack_kind;
 
 typedef struct gm_packed {
@@ -143,7 +148,11 @@ static inline size_t gm_packed_size(const gm_packed *P) {
     return (P->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * P->panel_bytes;
 }
 /* Whether kind k keeps the compact K-quant scales (packed.h's header), and where tile b's are in a panel. */
-static inline bool gm_pack_kind_compact(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N6 || k == GM_PK_N6C; }
+static inline bool gm_pack_kind_compact(gm_pack_kind k) {
+    return k == GM_PK_N4K || k == GM_PK_N4R || k == GM_PK_N6 || k == GM_PK_N6C;
+}
+/* Whether kind k holds Q4_K (codes q, a scale and a min per 32 columns), in row form or as 8-bit tiles */
+static inline bool gm_pack_kind_q4k(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N4R; }
 /* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), in row form or with crumb pairs */
 static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C; }
 /* Rows [*s, *e) of 16-row panel p within rows [a, b) */
@@ -176,7 +185,7 @@ static inline void gm_lead_step(gm_lead *L, const gm_packed *P, size_t per, size
     L->at += n;
     if (L->at >= per) L->at -= per, L->panel += P->panel_bytes;
 }
-/* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K s = d sc, m = -dmin mn in out[0], out[1];
+/* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K / N4R s = d sc, m = -dmin mn in out[0], out[1];
  * GM_PK_N6 / N6C s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);
 /* Bytes of one tile of kind k (P->tile_bytes; a constant the kernels' loops unroll on). */
@@ -186,7 +195,7 @@ static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
     case GM_PK_SM32: return 512 + 128;
     case GM_PK_N4SM: return 256 + 128;
     case GM_PK_N5D: case GM_PK_N5R: return 256 + 64 + 32;
-    case GM_PK_N4K: return 256; /* the codes: the scales follow the panel's tiles */
+    case GM_PK_N4K: case GM_PK_N4R: return 256; /* the codes: the scales follow the panel's tiles */
     case GM_PK_N6: case GM_PK_N6C: return 256 + 128;
     case GM_PK_BF16: return 1024;
     default: return 0;
@@ -286,7 +295,7 @@ bool gm_packed_amx_matmul(void);
  * AMX": a 4B-shaped Q4_K_M's 4-token prefill 1.8x faster). BF16 keeps AMX throughout. */
 enum { GM_AMX_MIN_TOKENS_MAX = 13 };
 static inline size_t gm_packed_amx_min_tokens(gm_pack_kind k) {
-    return k == GM_PK_BF16 ? 2 : k == GM_PK_N4K ? GM_AMX_MIN_TOKENS_MAX : 7;
+    return k == GM_PK_BF16 ? 2 : gm_pack_kind_q4k(k) ? GM_AMX_MIN_TOKENS_MAX : 7;
 }
 
 /* Whether the chosen kernels multiply packed matrices of every kind by several inputs in f32, the

@@ -207,7 +207,7 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], c
     }
     default: { /* SM32, N4SM, N4K: w = s q + m, s and m from the tile or (N4K) formed from its scale codes */
         const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-        __m512 s = K == GM_PK_N4K ? ks[0] : _mm512_load_ps(sm), m = K == GM_PK_N4K ? ks[1] : _mm512_load_ps(sm + 16);
+        __m512 s = gm_pack_kind_q4k(K) ? ks[0] : _mm512_load_ps(sm), m = gm_pack_kind_q4k(K) ? ks[1] : _mm512_load_ps(sm + 16);
         acc = _mm512_fmadd_ps(m, _mm512_set1_ps(xs), acc);
         return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(s, d), acc);
     }
@@ -370,7 +370,7 @@ static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_x
     }
 }
 
-static void matvec8_n5r(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
+GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 
 static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     if (r1 <= r0) return;
@@ -381,8 +381,13 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
     case GM_PK_N4K: matvec_k(GM_PK_N4K, P, r0, r1, xq, y); return;
     case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
-    case GM_PK_N5R: /* the three int8 terms where the caller gave them (gm_packed_decode_int8) */
-        if (xq->has8) matvec8_n5r(P, r0, r1, xq, y);
+    /* the row-form kinds: the three int8 terms where the caller gave them (gm_packed_decode_int8) */
+    case GM_PK_N4R:
+        if (xq->has8) matvec8_rows(GM_PK_N4R, P, r0, r1, xq, y);
+        else matvec_k(GM_PK_N4R, P, r0, r1, xq, y);
+        return;
+    case GM_PK_N5R:
+        if (xq->has8) matvec8_rows(GM_PK_N5R, P, r0, r1, xq, y);
         else matvec_k(GM_PK_N5R, P, r0, r1, xq, y);
         return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
@@ -466,6 +471,7 @@ enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumu
 GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
     if (K == GM_PK_N6) return n6_step_u8(t, g);
     if (K == GM_PK_N5R) return n5r_step_u8(t, g);
+    if (K == GM_PK_N4R) return n4r_step_u8(t, g);
     if (K == GM_PK_D16 || K == GM_PK_SM32) { /* pairs g and g + 8 side by side; D16's int8 + 128 */
         __m512i a = _mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g)));
         __m512i b = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)(t + 32 * g + 256))), 16);
@@ -493,6 +499,12 @@ GM_AI __m512i q6_scale_pairs(const uint8_t *sc) {
     __m128i c0 = _mm_load_si128((const __m128i *)sc), c1 = _mm_load_si128((const __m128i *)(sc + 16));
     __m128i lo = _mm_unpacklo_epi8(c0, c1), hi = _mm_unpackhi_epi8(c0, c1); /* rows 0-7, 8-15 */
     return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* The f32 block sum of one input's three int8 terms (the "+ m" part of w = s q + m): e (b1 + b2 / 254 + b3 / 254^2)
+ * summed, from the terms' integer sums S */
+GM_AI float x8_block_sum(float e, const int32_t *S) {
+    return e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
 }
 
 /* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
@@ -539,7 +551,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             }
         }
         __m512 ks = _mm512_setzero_ps(), km = ks; /* the kinds with a min: the tile's s and m */
-        if (K == GM_PK_N4K) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
+        if (gm_pack_kind_q4k(K)) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
         else if (K == GM_PK_SM32 || K == GM_PK_N4SM) {
             const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
             ks = _mm512_load_ps(sm), km = _mm512_load_ps(sm + 16);
@@ -570,7 +582,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(s, _mm512_set1_ps(e)), acc[j]);
                 if (bound) bacc = _mm512_fmadd_ps(_mm512_abs_ps(s), _mm512_set1_ps(eb[b]), bacc);
             } else { /* w = s q + m: the m part needs the block sum of x */
-                float sx = one ? e * (float)S[0] : e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
+                float sx = one ? e * (float)S[0] : x8_block_sum(e, S);
                 acc[j] = _mm512_fmadd_ps(km, _mm512_set1_ps(sx), acc[j]);
                 acc[j] = _mm512_fmadd_ps(F, _mm512_mul_ps(ks, _mm512_set1_ps(e)), acc[j]);
             }
@@ -604,10 +616,64 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
     }
 }
 
-/* One input's exact product of an N5R matrix with its three int8 terms, whatever xq->fast says */
-static void matvec8_n5r(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
-    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
-        matmul8_k(GM_PK_N5R, 1, false, P, p, r0, r1, xq, 0, y, 0, NULL, NULL);
+/* One input's exact product of a row-form matrix (N4R, N5R) with its three int8 terms, whatever xq->fast says:
+ * matmul8_k's sums for one input in the same order (the same floats), with what depends on the input alone
+ * worked out once instead of once per panel: the minimums' block sums (N4R), and the code offsets' part of the
+ * integer sums (N5R), where those sums start. (matmul8_k for one input ran 20 % slower on N4R.) */
+GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    enum { MAX_TILES = 1024 }; /* 32768 columns; wider ones take matmul8_k */
+    const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
+    if (tiles > MAX_TILES) {
+        for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
+            matmul8_k(K, 1, false, P, p, r0, r1, xq, 0, y, 0, NULL, NULL);
+        return;
+    }
+    int32_t start[3 * MAX_TILES]; /* N5R: -16 x each term's block sum */
+    float xs[MAX_TILES];          /* N4R: the block sums */
+    for (size_t b = 0; b < tiles; b++) {
+        const int32_t *S = xq->s8 + GM_X8_SUMS * b;
+        if (K == GM_PK_N4R) xs[b] = x8_block_sum(xq->e8[b], S);
+        else
+            for (int k = 0; k < 3; k++) start[3 * b + (size_t)k] = -16 * S[k];
+    }
+    const gm_prefetch pf = gm_packed_prefetch(K);
+    for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
+        const uint8_t *panel = P->data + p * P->panel_bytes, *t = panel;
+        __m512 acc = _mm512_setzero_ps(), kd[2] = {acc, acc};
+        k_leads lead = panel_leads(K, P, panel, tb, pf);
+        for (size_t b = 0; b < tiles; b++, t += tb) {
+            prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
+            if (K == GM_PK_N4R && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
+            const int32_t *x = (const int32_t *)(xq->b8 + 96 * b);
+            __m512i i1 = _mm512_setzero_si512(), i2 = i1, i3 = i1;
+            if (K == GM_PK_N5R) {
+                i1 = _mm512_set1_epi32(start[3 * b]);
+                i2 = _mm512_set1_epi32(start[3 * b + 1]);
+                i3 = _mm512_set1_epi32(start[3 * b + 2]);
+            }
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                __m512i w = tile_u8(K, t, g);
+                i1 = _mm512_dpbusd_epi32(i1, w, _mm512_set1_epi32(x[g]));
+                i2 = _mm512_dpbusd_epi32(i2, w, _mm512_set1_epi32(x[8 + g]));
+                i3 = _mm512_dpbusd_epi32(i3, w, _mm512_set1_epi32(x[16 + g]));
+            }
+            __m512 F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i3), _mm512_set1_ps(1.0f / 64516.0f),
+                                       _mm512_fmadd_ps(_mm512_cvtepi32_ps(i2), _mm512_set1_ps(1.0f / 254.0f),
+                                                       _mm512_cvtepi32_ps(i1)));
+            __m512 e = _mm512_set1_ps(xq->e8[b]);
+            if (K == GM_PK_N4R) {
+                __m512 ks, km;
+                k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
+                acc = _mm512_fmadd_ps(km, _mm512_set1_ps(xs[b]), acc);
+                acc = _mm512_fmadd_ps(F, _mm512_mul_ps(ks, e), acc);
+            } else {
+                __m512 s = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(t + 320)));
+                acc = _mm512_fmadd_ps(F, _mm512_mul_ps(s, e), acc);
+            }
+        }
+        store_rows(y, acc, p, r0, r1);
+    }
 }
 
 void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y,
@@ -618,6 +684,7 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
     case GM_PK_SM32: matmul8_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul8_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul8_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4R: matmul8_kind(GM_PK_N4R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul8_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5R: matmul8_kind(GM_PK_N5R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: /* one term only (gm_packed_kind_int8) */
@@ -648,6 +715,7 @@ void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
     case GM_PK_SM32: matmul_kind(GM_PK_SM32, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4SM: matmul_kind(GM_PK_N4SM, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N4K: matmul_kind(GM_PK_N4K, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N4R: matmul_kind(GM_PK_N4R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5D: matmul_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5R: matmul_kind(GM_PK_N5R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: matmul_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;

@@ -26,20 +26,25 @@ GM_PI __m512i n6_step_u8(const uint8_t *t, int g) {
     return _mm512_ternarylogic_epi32(n, _mm512_and_si512(c, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
 }
 
-/* Step g's codes of an N5R tile (packed.h), as n6_step_u8: the nibbles, then 16 added where the step's
- * plane bit is set. One load, a shift for odd steps, an AND and a masked add. */
-GM_PI __m512i n5r_step_u8(const uint8_t *t, int g) {
+/* Step g's codes of an N4R tile (packed.h), as n6_step_u8: one load, a shift for odd steps and an AND. */
+GM_PI __m512i n4r_step_u8(const uint8_t *t, int g) {
     __m512i n = _mm512_loadu_si512((const void *)(t + 64 * (g >> 1)));
     if (g & 1) n = _mm512_srli_epi16(n, 4); /* the high nibbles; what spills in from the next byte is masked */
-    n = _mm512_and_si512(n, _mm512_set1_epi8(0x0f));
+    return _mm512_and_si512(n, _mm512_set1_epi8(0x0f));
+}
+
+/* Step g's codes of an N5R tile (packed.h), as n6_step_u8: N4R's nibbles, then 16 added where the step's
+ * plane bit is set (a masked add). */
+GM_PI __m512i n5r_step_u8(const uint8_t *t, int g) {
+    __m512i n = n4r_step_u8(t, g);
     /* kmovq from memory: a load, not a shuffle-port move */
     return _mm512_mask_add_epi8(n, _load_mask64((__mmask64 *)(t + 256 + 8 * g)), n, _mm512_set1_epi8(16));
 }
 
 /* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
 GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
-    if (K == GM_PK_N6 || K == GM_PK_N5R) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
-        __m512i w = K == GM_PK_N6 ? n6_step_u8(t, g) : n5r_step_u8(t, g);
+    if (K == GM_PK_N6 || K == GM_PK_N5R || K == GM_PK_N4R) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
+        __m512i w = K == GM_PK_N6 ? n6_step_u8(t, g) : K == GM_PK_N5R ? n5r_step_u8(t, g) : n4r_step_u8(t, g);
         /* -128 zeroes a byte, and stays negative plus 2 */
         const __m128i a = _mm_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128);
         *wa = _mm512_shuffle_epi8(w, _mm512_broadcast_i32x4(a));
@@ -66,17 +71,17 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
 }
 
 /* The f32 scales of the 16 rows of a compact K-quant tile (packed.h), from its scale codes sc and its
- * block's f16 row scales d (k_block: d[0] = d, d[1] = -dmin): GM_PK_N4K s = d sc and m = -dmin mn;
+ * block's f16 row scales d (k_block: d[0] = d, d[1] = -dmin): GM_PK_N4K / N4R s = d sc and m = -dmin mn;
  * GM_PK_N6 the scales of columns 0-15 in *s and of 16-31 in *m. The products gm_packed_k_scales forms,
  * bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
 GM_PI void k_block(gm_pack_kind K, const uint8_t *sb, __m512 d[2]) {
     d[0] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sb));
-    d[1] = K == GM_PK_N4K ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + 32))) : d[0];
+    d[1] = gm_pack_kind_q4k(K) ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + 32))) : d[0];
 }
 
 GM_PI void k_tile(gm_pack_kind K, const uint8_t *sc, const __m512 d[2], __m512 *s, __m512 *m) {
     __m128i c0 = _mm_load_si128((const __m128i *)sc), c1 = _mm_load_si128((const __m128i *)(sc + 16));
-    if (K == GM_PK_N4K) {
+    if (gm_pack_kind_q4k(K)) {
         *s = _mm512_mul_ps(d[0], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c0)));
         *m = _mm512_mul_ps(d[1], _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c1)));
     } else {

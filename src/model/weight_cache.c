@@ -53,10 +53,18 @@ struct gm_weight_cache {
 };
 
 static uint64_t cache_key(const gm_source *src, gm_sharding rule, int n_dev, int dev) {
-    /* the kinds Q5_0 and Q6_K pack as follow the kernels (packed.h): a cache from another machine is not this one's */
-    uint64_t v[9] = {gm_source_stamp(src),     GM_PACK_LAYOUT_VERSION, (uint64_t)gm_pack_kind_of(GM_Q5_0),
-                     (uint64_t)gm_pack_kind_of(GM_Q6_K), (uint64_t)rule, (uint64_t)n_dev, (uint64_t)dev, sizeof(size_t),
-                     0x0102030405060708ull /* byte order */};
+    /* the kinds Q5_0, Q4_K and Q6_K pack as follow the kernels (packed.h): a cache from another machine is not this
+     * one's */
+    uint64_t v[10] = {gm_source_stamp(src),
+                      GM_PACK_LAYOUT_VERSION,
+                      (uint64_t)gm_pack_kind_of(GM_Q5_0),
+                      (uint64_t)gm_pack_kind_of(GM_Q4_K),
+                      (uint64_t)gm_pack_kind_of(GM_Q6_K),
+                      (uint64_t)rule,
+                      (uint64_t)n_dev,
+                      (uint64_t)dev,
+                      sizeof(size_t),
+                      0x0102030405060708ull /* byte order */};
     return gm_fnv1a(GM_FNV_SEED, v, sizeof v);
 }
 

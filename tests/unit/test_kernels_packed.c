@@ -40,8 +40,9 @@ static uint32_t rnd(void) {
 
 static float rnd_nonzero(void) { return ((float)(rnd() & 0xffffff) + 0.5f) / 8388608.0f - 1.0f; }
 
-/* A weight type and the kind it is packed as (GM_PK_NONE: gm_pack_kind_of's choice). Q5_0 and Q6_K run as
- * all of their kinds whatever the machine's kernels prefer (N6C, N6, N5R on the kernels that handle them). */
+/* A weight type and the kind it is packed as (GM_PK_NONE: gm_pack_kind_of's choice). Q5_0, Q4_K and Q6_K run
+ * as all of their kinds whatever the machine's kernels prefer (N6C, N6, N5R, N4R on the kernels that handle
+ * them). */
 typedef struct pcase {
     gm_dtype t;
     gm_pack_kind k;
@@ -52,7 +53,8 @@ static const pcase cases[] = {{GM_Q4_0, GM_PK_NONE, NULL}, {GM_Q4_1, GM_PK_NONE,
                               {GM_Q5_0, GM_PK_N5D, "Q5_0 as N5D"}, {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
                               {GM_Q5_0, GM_PK_N5R, "Q5_0 as N5R"},
                               {GM_Q5_1, GM_PK_NONE, NULL}, {GM_Q8_0, GM_PK_NONE, NULL},
-                              {GM_Q4_K, GM_PK_NONE, NULL}, {GM_Q5_K, GM_PK_NONE, NULL},
+                              {GM_Q4_K, GM_PK_N4K, "Q4_K as N4K"}, {GM_Q4_K, GM_PK_N4R, "Q4_K as N4R"},
+                              {GM_Q5_K, GM_PK_NONE, NULL},
                               {GM_Q6_K, GM_PK_N6, "Q6_K as N6"}, {GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"},
                               {GM_BF16, GM_PK_NONE, NULL}};
 enum { N_CASES = sizeof cases / sizeof cases[0] };
@@ -523,15 +525,15 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
             gm_packed_matmul8_ref(&P, r0, r1, &xq, T, ref, ldy);
             ops->matmul8(&P, r0, r1, &xq, T, got, ldy);
         }
-        if (T == 1 && !fast && P.kind == GM_PK_N5R) {
-            /* N5R's exact matvec takes the int8 terms where has8 says they are there: the same sums as the
-             * int8 matmul of one input, nothing written past its rows */
+        if (T == 1 && !fast && (P.kind == GM_PK_N5R || P.kind == GM_PK_N4R)) {
+            /* the row-form kinds' exact matvec takes the int8 terms where has8 says they are there: the same
+             * sums as the int8 matmul of one input, nothing written past its rows */
             float *mv = malloc((n + 8) * sizeof *mv);
             for (size_t i = 0; i < n + 8; i++) mv[i] = -777.0f;
             ops->matvec(&P, r0, r1, &xq, mv);
             int diff = 0;
             for (size_t i = 0; i < n + 8; i++) diff += i < n ? !same_float(mv[i], got[i]) : mv[i] != -777.0f;
-            CHECK(diff == 0, "%s N5R %zux%zu: the matvec with the int8 terms differs from matmul8 in %d outputs", name,
+            CHECK(diff == 0, "%s %zux%zu: the matvec with the int8 terms differs from matmul8 in %d outputs", name,
                   rows, cols, diff);
             free(mv);
         }
@@ -928,22 +930,29 @@ int main(void) {
     }
     CHECK(gm_packed_bytes(GM_F32, 16, 64) == 0 && gm_packed_bytes(GM_F16, 16, 64) == 0, "F32 / F16 are not packed");
     CHECK(gm_packed_bytes(GM_BF16, 16, 48) == 0, "BF16 with columns not a multiple of 32 is not packed");
-    /* Q5_0 packs as 8-bit tiles exactly where the AVX2 kernels are the chosen ones, in row form where AVX-512
-     * VNNI's (not AMX's) are; no other type moves */
+    /* Q5_0 packs as 8-bit tiles exactly where the AVX2 kernels are the chosen ones, Q5_0 and Q4_K in row form
+     * where AVX-512 VNNI's (not AMX's) are */
     bool avx2 = gm_packed_ops_chosen() == gm_packed_lookup("avx2");
     bool avx512 = gm_packed_lookup("avx512") && gm_packed_ops_chosen() == gm_packed_lookup("avx512");
     CHECK(gm_pack_kind_of(GM_Q5_0) == (avx2 ? GM_PK_D16 : avx512 ? GM_PK_N5R : GM_PK_N5D),
           "Q5_0 packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q5_0),
           avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
+    CHECK(gm_pack_kind_of(GM_Q4_K) == (avx512 ? GM_PK_N4R : GM_PK_N4K), "Q4_K packs as kind %d on %s kernels",
+          (int)gm_pack_kind_of(GM_Q4_K), avx512 ? "AVX-512" : "other");
     const char *int16_env = getenv("GM_INT16_MATMUL"); /* gm_packed_int8_matmul's switch */
-    CHECK(gm_packed_decode_int8(GM_PK_N5R) == (avx512 && !(int16_env && *int16_env == '1')) &&
-              !gm_packed_decode_int8(GM_PK_N5D) && !gm_packed_decode_int8(GM_PK_D16),
-          "gm_packed_decode_int8: N5R's single-token products read the int8 terms on AVX-512 alone");
-    CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N5R) &&
-              (!gm_packed_lookup("avx512") || gm_packed_ops_handles(gm_packed_lookup("avx512"), GM_PK_N5R)) &&
-              (!gm_packed_lookup("avx2") || !gm_packed_ops_handles(gm_packed_lookup("avx2"), GM_PK_N5R)) &&
-              (!gm_packed_lookup("amx") || !gm_packed_ops_handles(gm_packed_lookup("amx"), GM_PK_N5R)),
-          "gm_packed_ops_handles: N5R on the reference and AVX-512 VNNI alone");
+    bool decode8 = avx512 && !(int16_env && *int16_env == '1');
+    CHECK(gm_packed_decode_int8(GM_PK_N5R) == decode8 && gm_packed_decode_int8(GM_PK_N4R) == decode8 &&
+              !gm_packed_decode_int8(GM_PK_N5D) && !gm_packed_decode_int8(GM_PK_N4K) &&
+              !gm_packed_decode_int8(GM_PK_D16),
+          "gm_packed_decode_int8: N5R's and N4R's single-token products read the int8 terms on AVX-512 alone");
+    for (int k = 0; k < 2; k++) {
+        gm_pack_kind rk = k ? GM_PK_N4R : GM_PK_N5R;
+        CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), rk) &&
+                  (!gm_packed_lookup("avx512") || gm_packed_ops_handles(gm_packed_lookup("avx512"), rk)) &&
+                  (!gm_packed_lookup("avx2") || !gm_packed_ops_handles(gm_packed_lookup("avx2"), rk)) &&
+                  (!gm_packed_lookup("amx") || !gm_packed_ops_handles(gm_packed_lookup("amx"), rk)),
+              "gm_packed_ops_handles: %s on the reference and AVX-512 VNNI alone", k ? "N4R" : "N5R");
+    }
     CHECK(gm_packed_bytes(GM_Q5_0, 16, 64) == (avx2 ? 2 * 544u : 2 * 352u), "Q5_0 16 x 64 packs to %zu bytes",
           gm_packed_bytes(GM_Q5_0, 16, 64));
     /* Q4_K and Q6_K keep the file's compact scales (packed.h): 16 rows x 256 columns are 2304 / 3360 bytes
@@ -961,14 +970,15 @@ int main(void) {
               (!gm_packed_lookup("avx512") || !gm_packed_ops_handles(gm_packed_lookup("avx512"), GM_PK_N6C)) &&
               (!gm_packed_lookup("avx2") || !gm_packed_ops_handles(gm_packed_lookup("avx2"), GM_PK_N6)),
           "gm_packed_ops_handles: each Q6_K kind on the reference and on the kernels that pack it alone");
-    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_K) == GM_PK_N4K,
+    CHECK(gm_pack_kind_of(GM_Q8_0) == GM_PK_D16 && gm_pack_kind_of(GM_Q4_1) == GM_PK_N4SM,
           "the other types keep their kinds");
     CHECK(gm_pack_kind_holds(GM_PK_D16, GM_Q5_0) && gm_pack_kind_holds(GM_PK_N5D, GM_Q5_0) &&
               gm_pack_kind_holds(GM_PK_N5R, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_N5R, GM_Q8_0) &&
               !gm_pack_kind_holds(GM_PK_N5D, GM_Q8_0) && !gm_pack_kind_holds(GM_PK_D16, GM_Q4_K) &&
               !gm_pack_kind_holds(GM_PK_SM32, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_NONE, GM_F32) &&
               gm_pack_kind_holds(GM_PK_N6C, GM_Q6_K) && gm_pack_kind_holds(GM_PK_N6, GM_Q6_K) &&
-              !gm_pack_kind_holds(GM_PK_N6C, GM_Q4_K),
+              !gm_pack_kind_holds(GM_PK_N6C, GM_Q4_K) && gm_pack_kind_holds(GM_PK_N4R, GM_Q4_K) &&
+              gm_pack_kind_holds(GM_PK_N4K, GM_Q4_K) && !gm_pack_kind_holds(GM_PK_N4R, GM_Q5_0),
           "gm_pack_kind_holds");
     gm_packed bad;
     gm_pack_describe_as(GM_PK_N5D, GM_Q8_0, 16, 64, &bad);
