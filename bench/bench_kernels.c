@@ -69,8 +69,8 @@ static uint8_t *make_weights(gm_dtype t, size_t rows, size_t cols, size_t *rb) {
 }
 
 /* The packed kinds a type runs as: the one it packs as where no kernels prefer another, and for Q5_0, Q4_K and
- * Q6_K also the others (the 8-bit tiles "Q5_0/D", AVX2's, and the row forms "Q5_0/R" and "Q4_K/R", AVX-512's;
- * the crumbs "Q6_K/C", AVX2's). name[0]: the type's. */
+ * Q6_K also the others (the 8-bit tiles "Q5_0/D", AVX2's, and the row forms "Q5_0/R", "Q4_K/R" and "Q6_K/H",
+ * AVX-512's; the crumbs "Q6_K/C", AVX2's). name[0]: the type's. */
 typedef struct pack_kinds {
     gm_pack_kind k[3];
     int n;
@@ -80,7 +80,7 @@ typedef struct pack_kinds {
 static pack_kinds kinds_of(gm_dtype t) {
     if (t == GM_Q5_0) return (pack_kinds){{GM_PK_N5D, GM_PK_D16, GM_PK_N5R}, 3, {"Q5_0", "Q5_0/D", "Q5_0/R"}};
     if (t == GM_Q4_K) return (pack_kinds){{GM_PK_N4K, GM_PK_N4R}, 2, {"Q4_K", "Q4_K/R"}};
-    if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C}, 2, {"Q6_K", "Q6_K/C"}};
+    if (t == GM_Q6_K) return (pack_kinds){{GM_PK_N6, GM_PK_N6C, GM_PK_N6H}, 3, {"Q6_K", "Q6_K/C", "Q6_K/H"}};
     return (pack_kinds){{gm_pack_kind_of(t), GM_PK_NONE}, 1, {gm_dtype_get(t)->name}};
 }
 
@@ -134,7 +134,8 @@ static void packed_run_once(const packed_run *r) {
         return;
     }
     if (r->t == GM_BF16) gm_prepare_x_bf16(r->x, cols, 1, cols, false, r->xq);
-    else if ((r->P->kind == GM_PK_N5R || r->P->kind == GM_PK_N4R) && r->ops->row_form && r->xq->b8) {
+    else if ((r->P->kind == GM_PK_N5R || r->P->kind == GM_PK_N4R || r->P->kind == GM_PK_N6H) && r->ops->row_form &&
+             r->xq->b8) {
         /* as the engine: the int8 terms */
         r->ops->quantize_x8(r->x, cols, 1, cols, r->xq);
         r->xq->fast = false;
@@ -164,6 +165,7 @@ static void bench_int8(const gm_packed_ops *pops, const char *pname, const shape
     gm_xq xq = {0};
     const size_t xc = shapes[1].cols > shapes[0].cols ? shapes[1].cols : shapes[0].cols;
     xq.b8 = aligned_alloc(64, 3 * xc), xq.e8 = malloc(xc / 32 * 4), xq.s8 = malloc(GM_X8_SUMS * xc / 32 * 4);
+    xq.b8n = aligned_alloc(64, 3 * xc);
     float *eb = malloc(xc / 32 * sizeof *eb), *bound = malloc(262144 * sizeof *bound);
     printf("%-6s %-7s", pname, label);
     for (int si = 0; si < 2; si++) {
@@ -176,7 +178,7 @@ static void bench_int8(const gm_packed_ops *pops, const char *pname, const shape
     }
     printf(" | %8s\n", "-");
     fflush(stdout);
-    free(xq.b8), free(xq.e8), free(xq.s8), free(eb), free(bound);
+    free(xq.b8), free(xq.b8n), free(xq.e8), free(xq.s8), free(eb), free(bound);
 }
 
 /* GB/s of GGUF bytes that fn packs, best of runs lasting min_time in all. */
@@ -318,9 +320,10 @@ int main(int argc, char **argv) {
             xq.d = malloc(T * xcols / 32 * 4), xq.s = malloc(T * xcols / 32 * 4), xq.qs = malloc(T * xcols / 8 * 4);
             xq.hi = aligned_alloc(64, T * xcols * 2), xq.mid = aligned_alloc(64, T * xcols * 2);
             xq.lo = aligned_alloc(64, T * xcols * 2);
-            /* one input's pairs, as the engine's AVX2 matvec reads them; one input's int8 terms (N5R's decode) */
+            /* one input's pairs, as the engine's AVX2 matvec reads them; one input's int8 terms (the row-form
+             * kinds' decode) */
             xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols));
-            xq.b8 = aligned_alloc(64, 3 * xcols), xq.e8 = malloc(xcols / 32 * 4);
+            xq.b8 = aligned_alloc(64, 3 * xcols), xq.b8n = aligned_alloc(64, 3 * xcols), xq.e8 = malloc(xcols / 32 * 4);
             xq.s8 = malloc(GM_X8_SUMS * xcols / 32 * 4);
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
@@ -353,8 +356,9 @@ int main(int argc, char **argv) {
                 fflush(stdout);
                 const char *isa_short = ii == 1 ? "avx2" : ii == 2 ? "avx512" : "amx";
                 char label[16];
-                /* the screened product of greedy decoding, its inputs included (gm_packed_can_screen's kinds) */
-                if (pops->screen && (P[1].kind == GM_PK_D16 || P[1].kind == gm_packed_ops_q6_kind(pops))) {
+                /* the screened product of greedy decoding, its inputs included (gm_packed_can_screen's kinds, and
+                 * each Q6_K kind these kernels read) */
+                if (pops->screen && (P[1].kind == GM_PK_D16 || gm_pack_kind_q6(P[1].kind))) {
                     snprintf(label, sizeof label, "%sS", isa_short);
                     bench_int8(pops, pname, shapes, P, x, rb, y, min_time, RUN_SCREEN, label);
                 }
@@ -372,7 +376,7 @@ int main(int argc, char **argv) {
             free(xq.mid);
             free(xq.lo);
             free(xq.xb);
-            free(xq.b8), free(xq.e8), free(xq.s8);
+            free(xq.b8), free(xq.b8n), free(xq.e8), free(xq.s8);
             free(P[0].data);
             free(P[1].data);
         }

@@ -137,7 +137,7 @@ bool gm_packed_int8_matmul(void) {
 }
 
 bool gm_packed_decode_int8(gm_pack_kind k) {
-    return (k == GM_PK_N5R || k == GM_PK_N4R) && gm_packed_int8_matmul() && g_packed->row_form;
+    return (k == GM_PK_N5R || k == GM_PK_N4R || k == GM_PK_N6H) && gm_packed_int8_matmul() && g_packed->row_form;
 }
 
 bool gm_packed_f32_matmul(void) {
@@ -151,16 +151,22 @@ bool gm_packed_matvec_xb(void) {
 }
 
 bool gm_packed_ops_handles(const gm_packed_ops *o, gm_pack_kind k) {
-    if (k == GM_PK_N5R || k == GM_PK_N4R) return o == &gm_packed_scalar || o->row_form;
-    return !gm_pack_kind_q6(k) || o == &gm_packed_scalar || k == gm_packed_ops_q6_kind(o);
+    if (o == &gm_packed_scalar) return true;
+    switch (k) {
+    case GM_PK_N5R: case GM_PK_N4R: case GM_PK_N6H: return o->row_form; /* AVX-512 VNNI's */
+    case GM_PK_N6: return !o->q6_k_as_n6c;                              /* AVX-512's, with or without AMX */
+    case GM_PK_N6C: return o->q6_k_as_n6c;                              /* AVX2's */
+    default: return true;
+    }
 }
 
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast) {
     /* Q6_K: vpmaddubsw keeps the two 16-column halves apart, each with its scale (vpdpbusd would sum 2
      * columns of each into one); on AVX2 (N6C) that is the cheaper product with any number of terms, on
-     * AVX-512 (N6) only with one */
+     * AVX-512 (N6) only with one; N6H's steps lie within one half, but its three terms' six sums an input
+     * leave too few registers for the batched exact product */
     return k == GM_PK_D16 || k == GM_PK_SM32 || k == GM_PK_N4SM || gm_pack_kind_q4k(k) || k == GM_PK_N5D ||
-           k == GM_PK_N5R || k == GM_PK_N6C || (fast && k == GM_PK_N6);
+           k == GM_PK_N5R || k == GM_PK_N6C || (fast && (k == GM_PK_N6 || k == GM_PK_N6H));
 }
 
 bool gm_packed_ops_int8(const gm_packed_ops *o, gm_pack_kind k, bool fast) {
@@ -236,7 +242,7 @@ void gm_packed_matvec(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 
 bool gm_packed_can_screen(gm_pack_kind k) {
     const gm_packed_ops *o = packed_ops();
-    /* Q6_K in the kind these kernels pack it as (AVX2: N6C, AVX-512: N6) */
+    /* Q6_K in the kind these kernels pack it as (AVX2: N6C, AVX-512: N6H, AMX: N6) */
     return o->screen != NULL && (k == GM_PK_D16 || k == gm_packed_ops_q6_kind(o));
 }
 

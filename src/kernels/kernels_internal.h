@@ -37,21 +37,23 @@ typedef struct gm_packed_ops {
     bool matvec_xb;
     /* Q5_0 packs as 8-bit GM_PK_D16 tiles rather than GM_PK_N5D (gm_pack_kind_of) */
     bool q5_0_as_d16;
-    /* Q6_K packs as GM_PK_N6C (4-bit codes and 2-bit pairs) rather than GM_PK_N6 (row form) */
+    /* Q6_K packs as GM_PK_N6C (4-bit codes and 2-bit pairs) rather than GM_PK_N6 or N6H (row form) */
     bool q6_k_as_n6c;
-    /* Q5_0 and Q4_K pack in row form (GM_PK_N5R, GM_PK_N4R) rather than as GM_PK_N5D and GM_PK_N4K, and their
-     * single-token exact products read the int8 terms where the caller prepared them (xq->has8) */
+    /* Q5_0, Q4_K and Q6_K pack in row form (GM_PK_N5R, GM_PK_N4R, GM_PK_N6H) rather than as GM_PK_N5D, GM_PK_N4K
+     * and GM_PK_N6, and their single-token exact products read the int8 terms where the caller prepared them
+     * (xq->has8) */
     bool row_form;
     /* gm_packed_screen for GM_PK_D16 (NULL: these kernels do not screen) */
     void (*screen)(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 } gm_packed_ops;
 
-/* Whether these kernels take packed matrices of kind k: every kind but the Q6_K kind they do not pack Q6_K
- * as (AVX2 reads N6C, AVX-512 N6; the reference both), and N5R / N4R only where they pack in row form. */
+/* Whether these kernels take packed matrices of kind k: the reference every kind; the others every kind but
+ * Q6_K's N6C (AVX2's alone) and N6 (not AVX2's), and the row-form kinds N5R / N4R / N6H only where they pack
+ * in row form (AVX-512 VNNI without AMX). */
 bool gm_packed_ops_handles(const gm_packed_ops *ops, gm_pack_kind k);
 /* The kind these kernels pack Q6_K as (q6_k_as_n6c): the one their Q6_K int8 products and screen take. */
 static inline gm_pack_kind gm_packed_ops_q6_kind(const gm_packed_ops *o) {
-    return o->q6_k_as_n6c ? GM_PK_N6C : GM_PK_N6;
+    return o->q6_k_as_n6c ? GM_PK_N6C : o->row_form ? GM_PK_N6H : GM_PK_N6;
 }
 /* Whether these kernels' matmul8 takes kind k with xq->fast = fast: gm_packed_kind_int8, Q6_K only in the kind
  * they pack it as (AVX2's int8 product has no N6, AVX-512's no N6C). */
@@ -149,6 +151,8 @@ void gm_packed_matmul8_ref(const gm_packed *P, size_t r0, size_t r1, const gm_xq
 void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq);
 /* One block's int8 terms into q, its scale into *e, its sums into sum[GM_X8_SUMS] (gm_xq.s8). */
 void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *sum);
+/* One block's three int8 terms (96 bytes) from lane order (q) to column order (qn: xq->b8n) */
+void gm_x8_to_columns(const int8_t *q, int8_t *qn);
 /* Half sums a (columns 0-15) and b (16-31) of a term, |each| <= 16 x 127, as gm_xq.s8 keeps them: two int16. */
 static inline int32_t gm_x8_half_pair(int a, int b) {
     return (int32_t)((uint32_t)(uint16_t)(int16_t)a | (uint32_t)(uint16_t)(int16_t)b << 16);

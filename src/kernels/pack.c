@@ -36,7 +36,7 @@ gm_pack_kind gm_pack_kind_of(gm_dtype type) {
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type) {
     return kind != GM_PK_NONE &&
            (kind == native_kind(type) || (type == GM_Q5_0 && (kind == GM_PK_D16 || kind == GM_PK_N5R)) ||
-            (type == GM_Q4_K && kind == GM_PK_N4R) || (type == GM_Q6_K && kind == GM_PK_N6C));
+            (type == GM_Q4_K && kind == GM_PK_N4R) || (type == GM_Q6_K && (kind == GM_PK_N6C || kind == GM_PK_N6H)));
 }
 
 /* Where a kind's scales start in a tile (after its codes; not the compact kinds: they have none there). */
@@ -55,6 +55,10 @@ static bool nibble_kind(gm_pack_kind k) {
 /* Code of pair p, lane i of tile t (signed for the 8-bit kinds, unsigned 0..63 for the others). */
 int gm_packed_code(gm_pack_kind k, const uint8_t *t, int p, int i) {
     if (!nibble_kind(k)) return (int8_t)t[32 * p + i];
+    if (k == GM_PK_N6H) { /* column c = 2p + i % 2: step c / 4, slot c % 4 of row i / 2 */
+        int c = 2 * p + (i & 1), g = c >> 2, at = 4 * (i >> 1) + (c & 3);
+        return (t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15) | (t[256 + 64 * (g >> 2) + at] >> 2 * (g & 3) & 3) << 4;
+    }
     if (k == GM_PK_N6 || k == GM_PK_N5R || k == GM_PK_N4R) { /* step g = p % 8, slot 2 (p / 8) + i % 2 of row i / 2 */
         int g = p & 7, at = 4 * (i >> 1) + 2 * (p >> 3) + (i & 1), c = t[64 * (g >> 1) + at] >> 4 * (g & 1) & 15;
         if (k == GM_PK_N4R) return c;
@@ -455,21 +459,31 @@ static uint32_t fold_crumbs(__m128i u) {
 
 /* Row r of a Q6_K tile in N6's row form (packed.h), written into tile t: its columns' low 4 bits from 32 ql
  * bytes (nibbles at shift ns), bits 4-5 from 32 qh bytes (at shift hs). Columns c and c + 16 are halves
- * 0 and 1 of a word pair: slot 2h + j of step g is column 16h + 2g + j. */
-static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const uint8_t *qh, int hs) {
+ * 0 and 1 of a word pair: slot 2h + j of step g is column 16h + 2g + j. By halves (N6H): slot s of step g is
+ * column 4g + s, so step pair m's low nibbles are dword 2m of the columns and its high ones dword 2m + 1,
+ * and the crumbs of step quad q fold the dwords of half q. */
+static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const uint8_t *qh, int hs, bool halves) {
     const __m128i n4 = _mm_set1_epi8(15), three = _mm_set1_epi8(3);
     const __m128i vns = _mm_cvtsi32_si128(ns), vhs = _mm_cvtsi32_si128(hs);
     __m128i e = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)ql), vns), n4);
     __m128i f = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(ql + 16)), vns), n4);
     __m128i he = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)qh), vhs), three);
     __m128i hf = _mm_and_si128(_mm_srl_epi16(_mm_loadu_si128((const __m128i *)(qh + 16)), vhs), three);
-    /* step g's slots are word g of each half: even steps to the low nibbles, odd to the high */
-    e = words_even_odd(e), f = words_even_odd(f);
-    __m128i nib = _mm_or_si128(_mm_unpacklo_epi16(e, f), _mm_slli_epi16(_mm_unpackhi_epi16(e, f), 4));
+    __m128i nib;
+    uint32_t c0, c1;
+    if (halves) {
+        enum { EVEN_ODD = _MM_SHUFFLE(3, 1, 2, 0) }; /* dwords 0, 2 low, 1, 3 high */
+        e = _mm_shuffle_epi32(e, EVEN_ODD), f = _mm_shuffle_epi32(f, EVEN_ODD);
+        nib = _mm_or_si128(_mm_unpacklo_epi64(e, f), _mm_slli_epi16(_mm_unpackhi_epi64(e, f), 4));
+        c0 = fold_crumbs(he), c1 = fold_crumbs(hf);
+    } else { /* step g's slots are word g of each half: even steps to the low nibbles, odd to the high */
+        e = words_even_odd(e), f = words_even_odd(f);
+        nib = _mm_or_si128(_mm_unpacklo_epi16(e, f), _mm_slli_epi16(_mm_unpackhi_epi16(e, f), 4));
+        c0 = fold_crumbs(_mm_unpacklo_epi16(he, hf)), c1 = fold_crumbs(_mm_unpackhi_epi16(he, hf));
+    }
     _Alignas(16) uint8_t n[16];
     _mm_store_si128((__m128i *)n, nib);
     for (int m = 0; m < 4; m++) memcpy(t + 64 * m + 4 * r, n + 4 * m, 4);
-    uint32_t c0 = fold_crumbs(_mm_unpacklo_epi16(he, hf)), c1 = fold_crumbs(_mm_unpackhi_epi16(he, hf));
     memcpy(t + 256 + 4 * r, &c0, 4);
     memcpy(t + 320 + 4 * r, &c1, 4);
 }
@@ -486,7 +500,8 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         __m128i in[8][16];
         /* Q6_K's high bits as crumbs (N6C; its rows past the end zero), or N6's rows written in place */
         uint64_t crumbs[8][16];
-        const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6, n4r = P->kind == GM_PK_N4R;
+        const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6 || P->kind == GM_PK_N6H;
+        const bool n4r = P->kind == GM_PK_N4R;
         for (size_t r = 0; r < 16; r++) {
             if (r >= nrows) {
                 for (int k = 0; k < 8; k++) {
@@ -508,7 +523,7 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
                     int h = k / 4, kk = k % 4;
                     if (n6) {
                         put_n6_row(tiles + (size_t)k * tile_bytes, r, ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4,
-                                   qh + 32 * h, 2 * kk);
+                                   qh + 32 * h, 2 * kk, P->kind == GM_PK_N6H);
                         continue;
                     }
                     in[k][r] = nibble_pairs(ql + 64 * h + 32 * (kk & 1), kk < 2 ? 0 : 4);
@@ -544,14 +559,16 @@ static void put_codes(gm_pack_kind k, uint8_t *t, const int8_t codes[16][32]) {
             }
         return;
     }
-    if (k == GM_PK_N6 || k == GM_PK_N5R || k == GM_PK_N4R) { /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2) */
-        memset(t, 0, k == GM_PK_N6 ? 384 : k == GM_PK_N5R ? 320 : 256); /* N5R's scales follow */
+    if (k == GM_PK_N6 || k == GM_PK_N6H || k == GM_PK_N5R || k == GM_PK_N4R) {
+        /* row form: slot s of step g is column 2g + s % 2 + 16 (s / 2), N6H's 4g + s */
+        memset(t, 0, gm_pack_kind_q6(k) ? 384 : k == GM_PK_N5R ? 320 : 256); /* N5R's scales follow */
         for (int g = 0; g < 8; g++)
             for (int r = 0; r < 16; r++)
                 for (int s = 0; s < 4; s++) {
-                    int c = codes[r][2 * g + (s & 1) + 16 * (s >> 1)], at = 4 * r + s;
+                    int col = k == GM_PK_N6H ? 4 * g + s : 2 * g + (s & 1) + 16 * (s >> 1);
+                    int c = codes[r][col], at = 4 * r + s;
                     t[64 * (g >> 1) + at] |= (uint8_t)((c & 15) << 4 * (g & 1));
-                    if (k == GM_PK_N6) t[256 + 64 * (g >> 2) + at] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
+                    if (gm_pack_kind_q6(k)) t[256 + 64 * (g >> 2) + at] |= (uint8_t)((c >> 4 & 3) << 2 * (g & 3));
                     else if (k == GM_PK_N5R) t[256 + 8 * g + at / 8] |= (uint8_t)((c >> 4 & 1) << at % 8);
                 }
         return;
@@ -663,7 +680,7 @@ void gm_packed_row(const gm_packed *P, size_t r, float *out) {
             case GM_PK_N5D: case GM_PK_N5R: w = F16(t + so + 2 * i) * (float)(code - 16); break;
             case GM_PK_SM32: case GM_PK_N4SM: w = get_f32(t + so + 4 * i) * (float)code + get_f32(t + so + 64 + 4 * i); break;
             case GM_PK_N4K: case GM_PK_N4R: w = ks[0] * (float)code + ks[1]; break;
-            case GM_PK_N6: case GM_PK_N6C: w = ks[c / 16] * (float)(code - 32); break;
+            case GM_PK_N6: case GM_PK_N6C: case GM_PK_N6H: w = ks[c / 16] * (float)(code - 32); break;
             default: w = 0; break;
             }
             out[32 * b + (size_t)c] = w;
@@ -699,6 +716,7 @@ gm_xq gm_xq_rows(const gm_xq *xq, size_t cols, size_t t0) {
     const size_t nb = cols / GM_XQ_BLOCK;
     if (v.q) v.q += t0 * cols, v.q2 += t0 * cols, v.d += t0 * nb, v.s += t0 * nb, v.qs += 4 * t0 * nb;
     if (v.b8) v.b8 += t0 * 3 * cols, v.e8 += t0 * nb, v.s8 += GM_X8_SUMS * t0 * nb;
+    if (v.b8n) v.b8n += t0 * 3 * cols;
     v.xb = NULL, v.has_xb = false;
     return v;
 }

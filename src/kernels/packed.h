@@ -16,6 +16,8 @@
  *   5-bit  (N5R, row form as N6) u8 [4 step pairs m][16 rows][4 slots] of nibbles as N6's, then u64 [8 steps
  *          g]: bit 4r + s = bit 4 of row r's code in slot s of step g
  *   4-bit  (N4R, row form as N6) u8 [4 step pairs m][16 rows][4 slots] of nibbles as N6's
+ *   6-bit  (N6H, N6's bytes, each step within one half: slot k of step g = column 4g + k, steps 0-3 the
+ *          first 16 columns, 4-7 the last 16)
  *
  * then the scales (w = the weight the GGUF block stores, bit for bit what gm_dequant_row gives):
  *
@@ -31,6 +33,7 @@
  *   GM_PK_N6     6-bit  i8 sc[2][16] (per 16 columns);  (d sc[c / 16]) (q - 32)   Q6_K
  *                       per 8 tiles f16 d[16]
  *   GM_PK_N6C    6-bit  as GM_PK_N6                     as GM_PK_N6                Q6_K
+ *   GM_PK_N6H    6-bit  as GM_PK_N6                     as GM_PK_N6                Q6_K
  *
  * The two K-quant kinds keep their scales compact, as the GGUF does (6-bit scales under one f16 per
  * 256 values): f32 scales in the tiles would add 2 bits per weight, a third more bytes than a Q4_K
@@ -59,10 +62,13 @@
  * the same step bytes through the two byte shuffles N6 takes.
  *
  * Q6_K packs as GM_PK_N6C for the AVX2 kernels (one shift, AND and OR per 32 codes for their high
- * parts) and as GM_PK_N6 for AVX-512, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
+ * parts) and as GM_PK_N6 for AMX, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
  * the order vpmaddubsw and vpdpwssd want them: a shift, an AND and a vpternlogd per step, no widening
- * (docs/BENCHMARKS.md "Q6_K in row form on AVX-512"). Each kind is read by its kernels and the reference
- * alone (gm_packed_ops_handles).
+ * (docs/BENCHMARKS.md "Q6_K in row form on AVX-512"). AVX-512 VNNI without AMX packs it as GM_PK_N6H, the
+ * same bytes with each step's four columns in one 16-column half (one scale): vpdpbusd sums them into that
+ * half's int32 sums, so its int8 products take the inputs' int8 terms in column order (xq->b8n) with one
+ * vpdpbusd a step and term (docs/BENCHMARKS.md "Q6_K by halves on AVX-512"). Each kind is read by its
+ * kernels and the reference alone (gm_packed_ops_handles).
  *
  * BF16 matrices are packed the same way with the bf16 values in place of the codes (a 1 KiB tile
  * [16 pairs][16 rows][2] bf16, no scales: GM_PK_BF16), which is also the B-operand layout of AMX
@@ -86,6 +92,9 @@
  * vpmaddwd / vpdpwssd weigh them with the two 16-column scales. That is AVX2's int8 product for N6C, and
  * AVX-512's for N6 with the first term alone (--precision fast, the screened vocabulary product); N6's
  * exact batched products keep the int16 terms (three int8 terms would cost 1.5 times their vpdpwssd).
+ * N6H's int8 products read xq->b8n, the same terms in column order (bytes 4g .. 4g + 3 of a term: columns
+ * 4g .. 4g + 3), where its steps' columns are; its exact batched products keep the int16 terms too (six
+ * int32 sums an input).
  *
  * Batched products on AVX2 without VNNI decode each panel's weights to f32, exactly, and multiply the f32
  * inputs (xq->f32): no rounding of x, and one FMA per weight and input where the int16 terms take two
@@ -115,7 +124,8 @@ typedef enum gm_pack_kind {
     GM_PK_N4K,
     GM_PK_N6C,
     GM_PK_N5R,
-    GM_PK_N4R
+    GM_PK_N4R,
+    GM_PK_N6H
 } gm_pack_kind;
 
 typedef struct gm_packed {
@@ -133,7 +143,7 @@ typedef struct gm_packed {
  * f32 kernels). */
 gm_pack_kind gm_pack_kind_of(gm_dtype type);
 /* Whether `kind` holds `type` losslessly: gm_pack_kind_of's answer on some kernels (Q5_0: GM_PK_N5D,
- * GM_PK_N5R or GM_PK_D16; Q6_K: GM_PK_N6 or GM_PK_N6C). */
+ * GM_PK_N5R or GM_PK_D16; Q4_K: GM_PK_N4K or GM_PK_N4R; Q6_K: GM_PK_N6, GM_PK_N6C or GM_PK_N6H). */
 bool gm_pack_kind_holds(gm_pack_kind kind, gm_dtype type);
 /* Bytes of the packed form (gm_pack_kind_of's kind) of a rows x cols matrix of `type` (0 when the type is
  * not packed or cols is not a multiple of its block). */
@@ -147,14 +157,15 @@ void gm_pack_describe_as(gm_pack_kind kind, gm_dtype type, size_t rows, size_t c
 static inline size_t gm_packed_size(const gm_packed *P) {
     return (P->rows + GM_PANEL_ROWS - 1) / GM_PANEL_ROWS * P->panel_bytes;
 }
+/* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), in row form (by halves) or with crumb pairs */
+static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C || k == GM_PK_N6H; }
 /* Whether kind k keeps the compact K-quant scales (packed.h's header), and where tile b's are in a panel. */
 static inline bool gm_pack_kind_compact(gm_pack_kind k) {
-    return k == GM_PK_N4K || k == GM_PK_N4R || k == GM_PK_N6 || k == GM_PK_N6C;
+    return k == GM_PK_N4K || k == GM_PK_N4R || gm_pack_kind_q6(k);
 }
 /* Whether kind k holds Q4_K (codes q, a scale and a min per 32 columns), in row form or as 8-bit tiles */
 static inline bool gm_pack_kind_q4k(gm_pack_kind k) { return k == GM_PK_N4K || k == GM_PK_N4R; }
-/* Whether kind k holds Q6_K (codes q + 32, a scale per 16 columns), in row form or with crumb pairs */
-static inline bool gm_pack_kind_q6(gm_pack_kind k) { return k == GM_PK_N6 || k == GM_PK_N6C; }
+
 /* Rows [*s, *e) of 16-row panel p within rows [a, b) */
 static inline void gm_panel_rows(size_t p, size_t a, size_t b, size_t *s, size_t *e) {
     *s = p * GM_PANEL_ROWS < a ? a : p * GM_PANEL_ROWS;
@@ -186,7 +197,7 @@ static inline void gm_lead_step(gm_lead *L, const gm_packed *P, size_t per, size
     if (L->at >= per) L->at -= per, L->panel += P->panel_bytes;
 }
 /* Row i's f32 scales in tile b of a compact panel: GM_PK_N4K / N4R s = d sc, m = -dmin mn in out[0], out[1];
- * GM_PK_N6 / N6C s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
+ * GM_PK_N6 / N6C / N6H s of columns 0-15 and 16-31. The reference for the kernels' vector forms. */
 void gm_packed_k_scales(const gm_packed *P, const uint8_t *panel, size_t b, int i, float out[2]);
 /* Bytes of one tile of kind k (P->tile_bytes; a constant the kernels' loops unroll on). */
 static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
@@ -196,7 +207,7 @@ static inline size_t gm_pack_tile_bytes(gm_pack_kind k) {
     case GM_PK_N4SM: return 256 + 128;
     case GM_PK_N5D: case GM_PK_N5R: return 256 + 64 + 32;
     case GM_PK_N4K: case GM_PK_N4R: return 256; /* the codes: the scales follow the panel's tiles */
-    case GM_PK_N6: case GM_PK_N6C: return 256 + 128;
+    case GM_PK_N6: case GM_PK_N6C: case GM_PK_N6H: return 256 + 128;
     case GM_PK_BF16: return 1024;
     default: return 0;
     }
@@ -235,13 +246,14 @@ typedef struct gm_xq {
                               * multiple of 16 are zero */
     bool split;        /* hi / mid / lo hold this batch (the AMX matmul uses them, else x) */
     int8_t *b8;        /* [T][ld8] per block 96 bytes: terms b1, b2, b3, 32 bytes each in lane order */
+    int8_t *b8n;       /* NULL, or [T][ld8] the same terms in column order (GM_PK_N6H's int8 products) */
     float *e8;         /* [T][ldd] per block: max |x| / 127 (0 for an all-zero block, NaN for a bad one) */
     int32_t *s8;       /* [T][GM_X8_SUMS ldd] per block: the sum of each term's 32 values, then each term's
                         * half sums (columns 0-15 in the low int16, 16-31 in the high: Q6_K's offset 32
                         * takes them per 16-column scale) */
-    size_t ld8;        /* row stride of b8 in bytes (a view of columns [c0, ..) offsets b8 by 3 c0, e8 by
+    size_t ld8;        /* row stride of b8, b8n in bytes (a view of columns [c0, ..) offsets each by 3 c0, e8 by
                         * c0 / 32, s8 by GM_X8_SUMS c0 / 32) */
-    bool has8;         /* b8 / e8 / s8 hold this batch (gm_quantize_x8) */
+    bool has8;         /* b8 / e8 / s8 (and b8n where there is one) hold this batch (gm_quantize_x8) */
     bool f32;          /* the batched products (T > 1) of every kind read x: decoded weights times the f32
                         * inputs (gm_packed_f32_matmul) */
     bool fast;         /* llama.cpp's rounding (--precision fast): the int8 products use the first term b1
@@ -269,14 +281,16 @@ void gm_quantize_x8(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq
  * layout (cols, strides, has8) as one call over all rows would. */
 gm_xq gm_xq_rows(const gm_xq *xq, size_t cols, size_t t0);
 /* Whether the chosen kernels multiply packed matrices of the kinds above by several inputs with the
- * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 unless fast). */
+ * int8 terms: gm_packed_matmul then uses them when xq->has8 (and the int16 terms for GM_PK_N6 and GM_PK_N6H
+ * unless fast). */
 bool gm_packed_int8_matmul(void);
 /* Whether kind k's products take the int8 terms, with all three (fast false) or the first alone (fast, as
  * xq->fast): GM_PK_N6 only with one, where vpmaddubsw + vpdpwssd per step cost half the int16 terms' vpdpwssd
- * (with three, 1.5 times). */
+ * (with three, 1.5 times); GM_PK_N6H also only with one (three terms' six sums an input leave too few
+ * registers to share a tile among inputs). */
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast);
 /* Whether the chosen kernels' exact single-token product (gm_packed_matvec) of kind k is faster with the
- * int8 terms: GM_PK_N5R (packed.h's header). Its matvec reads them where xq->has8, else the int16 terms;
+ * int8 terms: the row-form kinds GM_PK_N5R, GM_PK_N4R and GM_PK_N6H (packed.h's header). Its matvec reads them where xq->has8, else the int16 terms;
  * callers quantize the int8 terms of a single input where this says so. */
 bool gm_packed_decode_int8(gm_pack_kind k);
 
@@ -320,7 +334,7 @@ void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
  * value gm_packed_matvec gives row r| (d[r][b]: the row's scale in block b; Q6_K's the larger of its two
  * 16-column scales there, d sc), with eb from gm_packed_screen_errors: a row whose y + bound falls
  * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind) (GM_PK_D16, and
- * Q6_K in the kind the kernels pack it as: N6C on AVX2, N6 on AVX-512): on other kinds and kernels it writes
+ * Q6_K in the kind the kernels pack it as: N6C on AVX2, N6H on AVX-512): on other kinds and kernels it writes
  * nothing. */
 bool gm_packed_can_screen(gm_pack_kind k);
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);

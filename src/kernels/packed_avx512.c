@@ -65,6 +65,12 @@ GM_AI __m256i x8_store_order(__m512 a, __m512 b) { /* 32 values as int8, pairs (
     return _mm256_permutexvar_epi16(idx, v);
 }
 
+/* 32 values as int8 in column order (xq->b8n) */
+GM_AI __m256i x8_columns(__m512 a, __m512 b) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a))),
+                                   _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(b)), 1);
+}
+
 /* A term's sum and half sums (gm_xq.s8) from its columns 0-15 (a) and 16-31 (b), whole numbers in f32 */
 GM_AI void sum_terms(__m512 a, __m512 b, int32_t *sum, int32_t *half) {
     int32_t sa = _mm512_reduce_add_epi32(_mm512_cvtps_epi32(a)), sb = _mm512_reduce_add_epi32(_mm512_cvtps_epi32(b));
@@ -85,8 +91,10 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
             __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
             float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, absmask), _mm512_and_ps(v1, absmask)));
             __mmask16 nan = _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v1, v1, _CMP_UNORD_Q);
+            int8_t *qn = xq->b8n ? xq->b8n + t * xq->ld8 + 96 * b : NULL; /* column order (N6H) */
             if (nan || !(amax <= 3.4028235e38f) || amax < 1e-30f) {
                 gm_x8_block_ref(v, amax, q, &xq->e8[k], &xq->s8[GM_X8_SUMS * k]);
+                if (qn) gm_x8_to_columns(q, qn);
                 continue;
             }
             float d = amax / 127.0f, inv = 127.0f / amax, d2 = d / 254.0f;
@@ -104,6 +112,11 @@ static void quantize_x8_avx512(const float *x, size_t ldx, size_t T, size_t cols
             _mm256_storeu_si256((__m256i *)q, x8_store_order(a1, b1));
             _mm256_storeu_si256((__m256i *)(q + 32), x8_store_order(a2, b2));
             _mm256_storeu_si256((__m256i *)(q + 64), x8_store_order(a3, b3));
+            if (qn) {
+                _mm256_storeu_si256((__m256i *)qn, x8_columns(a1, b1));
+                _mm256_storeu_si256((__m256i *)(qn + 32), x8_columns(a2, b2));
+                _mm256_storeu_si256((__m256i *)(qn + 64), x8_columns(a3, b3));
+            }
             xq->e8[k] = d;
             int32_t *S = xq->s8 + GM_X8_SUMS * k;
             sum_terms(a1, b1, &S[0], &S[3]), sum_terms(a2, b2, &S[1], &S[4]), sum_terms(a3, b3, &S[2], &S[5]);
@@ -153,6 +166,26 @@ void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const int32_t *x2, __m512i i[4]) {
     const int halves = K == GM_PK_N6;
     __m512i a1 = _mm512_setzero_si512(), b1 = a1, a2 = a1, b2 = a1;
+    if (K == GM_PK_N6H) { /* steps 0-3 hold columns 0-15 (pairs 2g, 2g + 1), steps 4-7 columns 16-31 */
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m512i wa, wb;
+            tile_weights(K, t, g, &wa, &wb);
+            if (g < 4) {
+                a1 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a1, wa, _mm512_set1_epi32(x1[2 * g])), wb,
+                                         _mm512_set1_epi32(x1[2 * g + 1]));
+                a2 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(a2, wa, _mm512_set1_epi32(x2[2 * g])), wb,
+                                         _mm512_set1_epi32(x2[2 * g + 1]));
+            } else {
+                b1 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(b1, wa, _mm512_set1_epi32(x1[2 * g])), wb,
+                                         _mm512_set1_epi32(x1[2 * g + 1]));
+                b2 = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(b2, wa, _mm512_set1_epi32(x2[2 * g])), wb,
+                                         _mm512_set1_epi32(x2[2 * g + 1]));
+            }
+        }
+        i[0] = a1, i[1] = b1, i[2] = a2, i[3] = b2;
+        return;
+    }
 #pragma GCC unroll 8
     for (int g = 0; g < 8; g++) {
         __m512i wa, wb;
@@ -196,7 +229,7 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], c
         __m512i v2 = _mm512_sub_epi32(i[2], _mm512_set1_epi32(16 * (qs[2] + qs[3])));
         return _mm512_fmadd_ps(two_terms(v1, v2), _mm512_mul_ps(s, d), acc);
     }
-    case GM_PK_N6: {
+    case GM_PK_N6: case GM_PK_N6H: {
         __m512 s0 = ks[0], s1 = ks[1];
         __m512 fa = two_terms(_mm512_sub_epi32(i[0], _mm512_set1_epi32(32 * qs[0])),
                               _mm512_sub_epi32(i[2], _mm512_set1_epi32(32 * qs[2])));
@@ -391,6 +424,10 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
         else matvec_k(GM_PK_N5R, P, r0, r1, xq, y);
         return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
+    case GM_PK_N6H:
+        if (xq->has8 && xq->b8n) matvec8_rows(GM_PK_N6H, P, r0, r1, xq, y);
+        else matvec_k(GM_PK_N6H, P, r0, r1, xq, y);
+        return;
     default: return;
     }
 }
@@ -419,8 +456,25 @@ GM_AI void matmul_k(gm_pack_kind K, int nt, const gm_packed *P, size_t p, size_t
             ia1[j] = ia2[j] = ib1[j] = ib2[j] = _mm512_setzero_si512();
         }
         /* each pair's codes are unpacked once and used by all nt inputs, both terms */
+#pragma GCC unroll 8
+        for (int g = 0; g < 8 && K == GM_PK_N6H; g++) { /* steps 0-3: columns 0-15, pairs 2g, 2g + 1 */
+            __m512i wa, wb;
+            tile_weights(K, t, g, &wa, &wb);
+#pragma GCC unroll 8
+            for (int j = 0; j < nt; j++) {
+                __m512i x1a = _mm512_set1_epi32(x1[j][2 * g]), x1b = _mm512_set1_epi32(x1[j][2 * g + 1]);
+                __m512i x2a = _mm512_set1_epi32(x2[j][2 * g]), x2b = _mm512_set1_epi32(x2[j][2 * g + 1]);
+                if (g < 4) {
+                    ia1[j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ia1[j], wa, x1a), wb, x1b);
+                    ia2[j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ia2[j], wa, x2a), wb, x2b);
+                } else {
+                    ib1[j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ib1[j], wa, x1a), wb, x1b);
+                    ib2[j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ib2[j], wa, x2a), wb, x2b);
+                }
+            }
+        }
 #pragma GCC unroll 2
-        for (int g = 0; g < 8; g++) {
+        for (int g = 0; g < 8 && K != GM_PK_N6H; g++) {
             __m512i wa, wb;
             tile_weights(K, t, g, &wa, &wb);
 #pragma GCC unroll 8
@@ -451,7 +505,7 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
                        size_t ldy) {
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         size_t t = 0;
-        if (K != GM_PK_N6)
+        if (K != GM_PK_N6 && K != GM_PK_N6H) /* their two halves' sums: 4 inputs at most */
             for (; t + NTQ <= T; t += NTQ) matmul_k(K, NTQ, P, p, r0, r1, xq, t, Y, ldy);
         for (; t + 4 <= T; t += 4) matmul_k(K, 4, P, p, r0, r1, xq, t, Y, ldy);
         switch (T - t) { /* the last 1-3 inputs in one pass: each pass unpacks the panel's codes again */
@@ -469,7 +523,7 @@ enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumu
 
 /* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
 GM_AI __m512i tile_u8(gm_pack_kind K, const uint8_t *t, int g) {
-    if (K == GM_PK_N6) return n6_step_u8(t, g);
+    if (gm_pack_kind_q6(K)) return n6_step_u8(t, g); /* N6, N6H */
     if (K == GM_PK_N5R) return n5r_step_u8(t, g);
     if (K == GM_PK_N4R) return n4r_step_u8(t, g);
     if (K == GM_PK_D16 || K == GM_PK_SM32) { /* pairs g and g + 8 side by side; D16's int8 + 128 */
@@ -507,11 +561,33 @@ GM_AI float x8_block_sum(float e, const int32_t *S) {
     return e * ((float)S[0] + (float)S[1] * (1.0f / 254.0f) + (float)S[2] * (1.0f / 64516.0f));
 }
 
+/* Half h's term k sum of a block (gm_xq.s8: the low int16 of S[3 + k] is columns 0-15's, the high 16-31's) */
+GM_AI int32_t x8_half_sum(const int32_t *S, int k, int h) {
+    return (int16_t)((uint32_t)S[3 + k] >> 16 * h);
+}
+
+/* The three terms' integer sums as one f32: v1 + v2 / 254 + v3 / 254^2 */
+GM_AI __m512 x8_terms(__m512i v1, __m512i v2, __m512i v3) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
+                           _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), _mm512_cvtepi32_ps(v1)));
+}
+
+/* One half's sums of N6H codes (q + 32) with the int8 terms (i1-i3), less the offset (32 x the terms' half
+ * sums), as one f32 (x8_terms; `one`: b1 alone) */
+GM_AI __m512 x8_half_terms(__m512i i1, __m512i i2, __m512i i3, const int32_t *S, int h, bool one) {
+    __m512i v1 = _mm512_sub_epi32(i1, _mm512_set1_epi32(32 * x8_half_sum(S, 0, h)));
+    if (one) return _mm512_cvtepi32_ps(v1);
+    return x8_terms(v1, _mm512_sub_epi32(i2, _mm512_set1_epi32(32 * x8_half_sum(S, 1, h))),
+                    _mm512_sub_epi32(i3, _mm512_set1_epi32(32 * x8_half_sum(S, 2, h))));
+}
+
 /* nt inputs t0 .. t0 + nt - 1 against panel p: with the three int8 terms (as accurate as f32), or with
  * `one`, the first term alone (xq->fast: llama.cpp's 8-bit rounding, a third of the dot products); with
  * `bound` (D16 or N6, one input, its first term: gm_packed_screen) also sum |d| eb per row there (N6: the
  * larger of the row's two scales d sc). N6 takes vpmaddubsw and vpdpwssd with its scale pairs per step
- * (q6_scale_pairs), twice the vpdpbusd of the other kinds and half the int16 matvec's vpdpwssd. */
+ * (q6_scale_pairs), twice the vpdpbusd of the other kinds and half the int16 matvec's vpdpwssd. N6H's steps
+ * 0-3 (columns 0-15) go to one set of sums, 4-7 to another, each weighed by its half's scale; it reads the
+ * terms in column order (xq->b8n). */
 GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_t p, size_t r0, size_t r1,
                      const gm_xq *xq, size_t t0, float *Y, size_t ldy, const float *eb, float *bound) {
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K), ldd = xq->ldd;
@@ -527,13 +603,16 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
     for (size_t b = 0; b < tiles; b++, t += tb) {
         prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
         if (gm_pack_kind_compact(K) && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-        __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST], scp = _mm512_setzero_si512();
+        /* i1-i3: each term's sums (N6H: of columns 0-15), h1-h3 N6H's of columns 16-31 */
+        __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST], h1[NT8_FAST], h2[NT8_FAST], h3[NT8_FAST];
+        __m512i scp = _mm512_setzero_si512();
         if (K == GM_PK_N6) scp = q6_scale_pairs(gm_packed_sc(P, panel, b));
+        const int8_t *xb = K == GM_PK_N6H ? xq->b8n : xq->b8;
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
-            x[j] = (const int32_t *)(xq->b8 + (t0 + (size_t)j) * xq->ld8 + 96 * b);
-            i1[j] = i2[j] = i3[j] = _mm512_setzero_si512();
+            x[j] = (const int32_t *)(xb + (t0 + (size_t)j) * xq->ld8 + 96 * b);
+            i1[j] = i2[j] = i3[j] = h1[j] = h2[j] = h3[j] = _mm512_setzero_si512();
         }
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
@@ -544,14 +623,21 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
                     i1[j] = _mm512_dpwssd_epi32(i1[j], _mm512_maddubs_epi16(w, _mm512_set1_epi32(x[j][g])), scp);
                     continue;
                 }
+                if (K == GM_PK_N6H && g >= 4) {
+                    h1[j] = _mm512_dpbusd_epi32(h1[j], w, _mm512_set1_epi32(x[j][g]));
+                    if (one) continue;
+                    h2[j] = _mm512_dpbusd_epi32(h2[j], w, _mm512_set1_epi32(x[j][8 + g]));
+                    h3[j] = _mm512_dpbusd_epi32(h3[j], w, _mm512_set1_epi32(x[j][16 + g]));
+                    continue;
+                }
                 i1[j] = _mm512_dpbusd_epi32(i1[j], w, _mm512_set1_epi32(x[j][g]));
                 if (one) continue;
                 i2[j] = _mm512_dpbusd_epi32(i2[j], w, _mm512_set1_epi32(x[j][8 + g]));
                 i3[j] = _mm512_dpbusd_epi32(i3[j], w, _mm512_set1_epi32(x[j][16 + g]));
             }
         }
-        __m512 ks = _mm512_setzero_ps(), km = ks; /* the kinds with a min: the tile's s and m */
-        if (gm_pack_kind_q4k(K)) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
+        __m512 ks = _mm512_setzero_ps(), km = ks; /* the kinds with a min: the tile's s and m; N6H its halves' s */
+        if (gm_pack_kind_q4k(K) || K == GM_PK_N6H) k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
         else if (K == GM_PK_SM32 || K == GM_PK_N4SM) {
             const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
             ks = _mm512_load_ps(sm), km = _mm512_load_ps(sm + 16);
@@ -561,13 +647,20 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
             size_t o = (t0 + (size_t)j) * ldd + b;
             const int32_t *S = xq->s8 + GM_X8_SUMS * o;
             float e = xq->e8[o];
-            __m512 F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0])));
-            if (!one) {
-                __m512i v2 = _mm512_sub_epi32(i2[j], _mm512_set1_epi32(off * S[1]));
-                __m512i v3 = _mm512_sub_epi32(i3[j], _mm512_set1_epi32(off * S[2]));
-                F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
-                                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), F));
+            if (K == GM_PK_N6H) { /* w = d sc (q - 32) per half: the offset through each term's half sums */
+                __m512 F0 = x8_half_terms(i1[j], i2[j], i3[j], S, 0, one);
+                __m512 F1 = x8_half_terms(h1[j], h2[j], h3[j], S, 1, one);
+                acc[j] = _mm512_fmadd_ps(F0, _mm512_mul_ps(ks, _mm512_set1_ps(e)), acc[j]);
+                acc[j] = _mm512_fmadd_ps(F1, _mm512_mul_ps(km, _mm512_set1_ps(e)), acc[j]);
+                if (bound) /* |d| max(|sc0|, |sc1|) */
+                    bacc = _mm512_fmadd_ps(_mm512_max_ps(_mm512_abs_ps(ks), _mm512_abs_ps(km)), _mm512_set1_ps(eb[b]),
+                                           bacc);
+                continue;
             }
+            __m512i v1 = _mm512_sub_epi32(i1[j], _mm512_set1_epi32(off * S[0]));
+            __m512 F = one ? _mm512_cvtepi32_ps(v1)
+                           : x8_terms(v1, _mm512_sub_epi32(i2[j], _mm512_set1_epi32(off * S[1])),
+                                      _mm512_sub_epi32(i3[j], _mm512_set1_epi32(off * S[2])));
             if (K == GM_PK_N6) { /* w = d (sc q - 32 sc): sc is in the dots, the offset through the half sums */
                 __m512i o32 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), scp, _mm512_set1_epi32(S[3]));
                 F = _mm512_cvtepi32_ps(_mm512_sub_epi32(i1[j], _mm512_slli_epi32(o32, 5)));
@@ -598,7 +691,9 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
         size_t t = 0;
         if (xq->fast) {
-            for (; t + NT8_FAST <= T; t += NT8_FAST)
+            if (K == GM_PK_N6H) /* two sums and an accumulator an input */
+                for (; t + 8 <= T; t += 8) matmul8_k(K, 8, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
+            for (; t + NT8_FAST <= T && K != GM_PK_N6H; t += NT8_FAST)
                 matmul8_k(K, NT8_FAST, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
             for (; t + 4 <= T; t += 4) matmul8_k(K, 4, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
             for (; t < T; t++) matmul8_k(K, 1, true, P, p, r0, r1, xq, t, Y, ldy, NULL, NULL);
@@ -616,10 +711,10 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
     }
 }
 
-/* One input's exact product of a row-form matrix (N4R, N5R) with its three int8 terms, whatever xq->fast says:
- * matmul8_k's sums for one input in the same order (the same floats), with what depends on the input alone
+/* One input's exact product of a row-form matrix (N4R, N5R, N6H) with its three int8 terms, whatever xq->fast
+ * says: matmul8_k's sums for one input in the same order (the same floats), with what depends on the input alone
  * worked out once instead of once per panel: the minimums' block sums (N4R), and the code offsets' part of the
- * integer sums (N5R), where those sums start. (matmul8_k for one input ran 20 % slower on N4R.) */
+ * integer sums (N5R, N6H), where those sums start. (matmul8_k for one input ran 20 % slower on N4R.) */
 GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     enum { MAX_TILES = 1024 }; /* 32768 columns; wider ones take matmul8_k */
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
@@ -628,13 +723,13 @@ GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
             matmul8_k(K, 1, false, P, p, r0, r1, xq, 0, y, 0, NULL, NULL);
         return;
     }
-    int32_t start[3 * MAX_TILES]; /* N5R: -16 x each term's block sum */
+    int32_t start[6 * MAX_TILES]; /* N5R: -16 x each term's block sum; N6H: -32 x each term's half sums */
     float xs[MAX_TILES];          /* N4R: the block sums */
     for (size_t b = 0; b < tiles; b++) {
         const int32_t *S = xq->s8 + GM_X8_SUMS * b;
         if (K == GM_PK_N4R) xs[b] = x8_block_sum(xq->e8[b], S);
-        else
-            for (int k = 0; k < 3; k++) start[3 * b + (size_t)k] = -16 * S[k];
+        for (int k = 0; k < 3 && K == GM_PK_N5R; k++) start[3 * b + (size_t)k] = -16 * S[k];
+        for (int k = 0; k < 6 && K == GM_PK_N6H; k++) start[6 * b + (size_t)k] = -32 * x8_half_sum(S, k % 3, k / 3);
     }
     const gm_prefetch pf = gm_packed_prefetch(K);
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++) {
@@ -643,26 +738,29 @@ GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
         k_leads lead = panel_leads(K, P, panel, tb, pf);
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
-            if (K == GM_PK_N4R && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-            const int32_t *x = (const int32_t *)(xq->b8 + 96 * b);
-            __m512i i1 = _mm512_setzero_si512(), i2 = i1, i3 = i1;
-            if (K == GM_PK_N5R) {
-                i1 = _mm512_set1_epi32(start[3 * b]);
-                i2 = _mm512_set1_epi32(start[3 * b + 1]);
-                i3 = _mm512_set1_epi32(start[3 * b + 2]);
-            }
+            if (K != GM_PK_N5R && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
+            const int32_t *x = (const int32_t *)((K == GM_PK_N6H ? xq->b8n : xq->b8) + 96 * b);
+            /* the terms' sums [3], of N6H's columns 0-15, and [3 + k] N6H's of columns 16-31 */
+            __m512i i[6];
+#pragma GCC unroll 6
+            for (int k = 0; k < 6; k++)
+                i[k] = K == GM_PK_N4R || (k >= 3 && K != GM_PK_N6H) ? _mm512_setzero_si512()
+                       : _mm512_set1_epi32(start[(K == GM_PK_N6H ? 6 : 3) * b + (size_t)k]);
 #pragma GCC unroll 8
             for (int g = 0; g < 8; g++) {
                 __m512i w = tile_u8(K, t, g);
-                i1 = _mm512_dpbusd_epi32(i1, w, _mm512_set1_epi32(x[g]));
-                i2 = _mm512_dpbusd_epi32(i2, w, _mm512_set1_epi32(x[8 + g]));
-                i3 = _mm512_dpbusd_epi32(i3, w, _mm512_set1_epi32(x[16 + g]));
+                int h = K == GM_PK_N6H && g >= 4 ? 3 : 0;
+                i[h] = _mm512_dpbusd_epi32(i[h], w, _mm512_set1_epi32(x[g]));
+                i[h + 1] = _mm512_dpbusd_epi32(i[h + 1], w, _mm512_set1_epi32(x[8 + g]));
+                i[h + 2] = _mm512_dpbusd_epi32(i[h + 2], w, _mm512_set1_epi32(x[16 + g]));
             }
-            __m512 F = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i3), _mm512_set1_ps(1.0f / 64516.0f),
-                                       _mm512_fmadd_ps(_mm512_cvtepi32_ps(i2), _mm512_set1_ps(1.0f / 254.0f),
-                                                       _mm512_cvtepi32_ps(i1)));
-            __m512 e = _mm512_set1_ps(xq->e8[b]);
-            if (K == GM_PK_N4R) {
+            __m512 F = x8_terms(i[0], i[1], i[2]), e = _mm512_set1_ps(xq->e8[b]);
+            if (K == GM_PK_N6H) {
+                __m512 s0, s1;
+                k_tile(K, gm_packed_sc(P, panel, b), kd, &s0, &s1);
+                acc = _mm512_fmadd_ps(F, _mm512_mul_ps(s0, e), acc);
+                acc = _mm512_fmadd_ps(x8_terms(i[3], i[4], i[5]), _mm512_mul_ps(s1, e), acc);
+            } else if (K == GM_PK_N4R) {
                 __m512 ks, km;
                 k_tile(K, gm_packed_sc(P, panel, b), kd, &ks, &km);
                 acc = _mm512_fmadd_ps(km, _mm512_set1_ps(xs[b]), acc);
@@ -691,6 +789,10 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
         if (xq->fast) matmul8_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy);
         else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
         return;
+    case GM_PK_N6H:
+        if (xq->fast && xq->b8n) matmul8_kind(GM_PK_N6H, P, r0, r1, xq, T, Y, ldy);
+        else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
+        return;
     default: gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy); return; /* int16 terms */
     }
 }
@@ -700,9 +802,10 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
  * against 32 vpdpwssd; Q6_K's N6 8 vpmaddubsw and 8 vpdpwssd), the same widenings. */
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                              float *bound) {
-    if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6)) return;
+    if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6 && (P->kind != GM_PK_N6H || !xq->b8n))) return;
     for (size_t p = r0 / GM_PANEL_ROWS; p * GM_PANEL_ROWS < r1; p++)
         if (P->kind == GM_PK_D16) matmul8_k(GM_PK_D16, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
+        else if (P->kind == GM_PK_N6H) matmul8_k(GM_PK_N6H, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
         else matmul8_k(GM_PK_N6, 1, true, P, p, r0, r1, xq, 0, y, 0, eb, bound);
 }
 
@@ -719,6 +822,7 @@ void gm_packed_matmul_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_
     case GM_PK_N5D: matmul_kind(GM_PK_N5D, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N5R: matmul_kind(GM_PK_N5R, P, r0, r1, xq, T, Y, ldy); return;
     case GM_PK_N6: matmul_kind(GM_PK_N6, P, r0, r1, xq, T, Y, ldy); return;
+    case GM_PK_N6H: matmul_kind(GM_PK_N6H, P, r0, r1, xq, T, Y, ldy); return;
     default: return;
     }
 }

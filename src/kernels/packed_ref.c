@@ -86,7 +86,7 @@ static double tile_ref(const gm_packed *P, const uint8_t *panel, int i, const gm
                (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
     }
     case GM_PK_N4K: case GM_PK_N4R: return (double)ks[0] * dx * DOT(0, 32, 0, 0, 0) + (double)ks[1] * (double)xq->s[t * xq->ldd + b];
-    case GM_PK_N6: case GM_PK_N6C:
+    case GM_PK_N6: case GM_PK_N6C: case GM_PK_N6H:
         return (double)ks[0] * dx * DOT(0, 16, 32, qs[0], qs[2]) + (double)ks[1] * dx * DOT(16, 16, 32, qs[1], qs[3]);
     default: return 0.0;
     }
@@ -153,6 +153,11 @@ void gm_x8_block_ref(const float *v, float amax, int8_t *q, float *e, int32_t *s
     *e = d;
 }
 
+void gm_x8_to_columns(const int8_t *q, int8_t *qn) {
+    for (int k = 0; k < 3; k++)
+        for (int c = 0; c < 32; c++) qn[32 * k + c] = q[32 * k + gm_x8_pos(c)];
+}
+
 void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq *xq) {
     const size_t nb = cols / GM_XQ_BLOCK;
     xq->cols = cols, xq->ldd = cols / GM_XQ_BLOCK, xq->ld8 = 3 * cols;
@@ -163,6 +168,7 @@ void gm_quantize_x8_ref(const float *x, size_t ldx, size_t T, size_t cols, gm_xq
             for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(v[i]));
             size_t k = t * nb + b;
             gm_x8_block_ref(v, amax, xq->b8 + t * xq->ld8 + 96 * b, &xq->e8[k], &xq->s8[GM_X8_SUMS * k]);
+            if (xq->b8n) gm_x8_to_columns(xq->b8 + t * xq->ld8 + 96 * b, xq->b8n + t * xq->ld8 + 96 * b);
         }
     xq->has8 = true;
 }
@@ -199,7 +205,7 @@ static double tile8_ref(const gm_packed *P, const uint8_t *panel, int i, const g
         gm_packed_k_scales(P, panel, b, i, ks);
         return (double)ks[0] * e * F + (double)ks[1] * e * Sx;
     }
-    case GM_PK_N6: case GM_PK_N6C: { /* a scale per 16 columns; codes q + 32 */
+    case GM_PK_N6: case GM_PK_N6C: case GM_PK_N6H: { /* a scale per 16 columns; codes q + 32 */
         float ks[2];
         gm_packed_k_scales(P, panel, b, i, ks);
         return (double)ks[0] * e * (Fh[0] - 32.0 * Sh[0]) + (double)ks[1] * e * (Fh[1] - 32.0 * Sh[1]);

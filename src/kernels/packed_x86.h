@@ -41,10 +41,11 @@ GM_PI __m512i n5r_step_u8(const uint8_t *t, int g) {
     return _mm512_mask_add_epi8(n, _load_mask64((__mmask64 *)(t + 256 + 8 * g)), n, _mm512_set1_epi8(16));
 }
 
-/* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each. */
+/* The int16 codes of pairs g and g + 8 (g < 8) of tile t: 16 rows x 2 columns each (N6H: pairs 2g, 2g + 1). */
 GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __m512i *wb) {
-    if (K == GM_PK_N6 || K == GM_PK_N5R || K == GM_PK_N4R) { /* slots 0, 1 and 2, 3 of each row, zero-extended */
-        __m512i w = K == GM_PK_N6 ? n6_step_u8(t, g) : K == GM_PK_N5R ? n5r_step_u8(t, g) : n4r_step_u8(t, g);
+    if (K == GM_PK_N6 || K == GM_PK_N6H || K == GM_PK_N5R || K == GM_PK_N4R) {
+        /* slots 0, 1 and 2, 3 of each row, zero-extended (N6H: columns 4g, 4g + 1 and 4g + 2, 4g + 3) */
+        __m512i w = gm_pack_kind_q6(K) ? n6_step_u8(t, g) : K == GM_PK_N5R ? n5r_step_u8(t, g) : n4r_step_u8(t, g);
         /* -128 zeroes a byte, and stays negative plus 2 */
         const __m128i a = _mm_setr_epi8(0, -128, 1, -128, 4, -128, 5, -128, 8, -128, 9, -128, 12, -128, 13, -128);
         *wa = _mm512_shuffle_epi8(w, _mm512_broadcast_i32x4(a));

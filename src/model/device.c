@@ -70,18 +70,21 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
     /* the int8 terms of batched products and of the screened vocabulary product (3 bytes per value;
      * only where the kernels use them) */
     bool int8 = (T > 1 && gm_packed_int8_matmul()) || gm_packed_can_screen(GM_PK_D16);
+    /* and the same terms in column order for the kernels' Q6_K kind that reads them (GM_PK_N6H) */
+    bool int8n = int8 && gm_pack_kind_of(GM_Q6_K) == GM_PK_N6H;
     if (int8) {
         /* with AMX, only products of fewer tokens than gm_packed_amx_min_tokens take them */
         size_t T8 = gm_packed_amx_matmul() && T >= GM_AMX_MIN_TOKENS_MAX ? GM_AMX_MIN_TOKENS_MAX - 1 : T;
         size_t nq8 = T8 * wide, nblk8 = T8 * ((wide + GM_XQ_BLOCK - 1) / GM_XQ_BLOCK);
         d->xq.b8 = aligned_alloc(64, (3 * nq8 + 63) / 64 * 64);
+        if (int8n) d->xq.b8n = aligned_alloc(64, (3 * nq8 + 63) / 64 * 64);
         d->xq.e8 = malloc(nblk8 * sizeof(float));
         d->xq.s8 = malloc(GM_X8_SUMS * nblk8 * sizeof(int32_t));
-        d->activation_bytes += 3 * nq8 + 4 * nblk8 * sizeof(float);
+        d->activation_bytes += (int8n ? 6 : 3) * nq8 + 4 * nblk8 * sizeof(float);
     }
     d->activation_bytes += 2 * nq * sizeof(int16_t) + 6 * nblk * sizeof(float) + 3 * nh * sizeof(uint16_t);
     if (!d->xq.q || !d->xq.q2 || !d->xq.d || !d->xq.s || !d->xq.qs || !d->xq.hi || !d->xq.mid || !d->xq.lo ||
-        (int8 && (!d->xq.b8 || !d->xq.e8 || !d->xq.s8)) || (nxb && !d->xq.xb)) {
+        (int8 && (!d->xq.b8 || !d->xq.e8 || !d->xq.s8)) || (int8n && !d->xq.b8n) || (nxb && !d->xq.xb)) {
         gm_device_free(d);
         return gm_fail(GM_ERR_NOMEM, "device %d: cannot allocate %zu bytes of quantized activations", global,
                        nq * sizeof(int16_t));
@@ -107,6 +110,7 @@ void gm_device_free(gm_device *d) {
     free(d->xq.xb);
     free(d->xq.hi); /* mid and lo live in the same block */
     free(d->xq.b8);
+    free(d->xq.b8n);
     free(d->screen_bound);
     free(d->screen_lo);
     free(d->screen_heap);
@@ -309,6 +313,7 @@ static mm_task linear_task(gm_device *d, const gm_matrix *m, const float *X, int
             tk.xq.x += m->lo, tk.xq.hi += m->lo, tk.xq.mid += m->lo, tk.xq.lo += m->lo;
             if (tk.xq.has8)
                 tk.xq.b8 += 3 * m->lo, tk.xq.e8 += m->lo / GM_XQ_BLOCK, tk.xq.s8 += GM_X8_SUMS * (m->lo / GM_XQ_BLOCK);
+            if (tk.xq.has8 && tk.xq.b8n) tk.xq.b8n += 3 * m->lo;
             tk.xq.cols = (size_t)m->cols;
         } else if (T > 1) {
             for (int t = 0; t < T; t++)

@@ -56,6 +56,7 @@ static const pcase cases[] = {{GM_Q4_0, GM_PK_NONE, NULL}, {GM_Q4_1, GM_PK_NONE,
                               {GM_Q4_K, GM_PK_N4K, "Q4_K as N4K"}, {GM_Q4_K, GM_PK_N4R, "Q4_K as N4R"},
                               {GM_Q5_K, GM_PK_NONE, NULL},
                               {GM_Q6_K, GM_PK_N6, "Q6_K as N6"}, {GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"},
+                              {GM_Q6_K, GM_PK_N6H, "Q6_K as N6H"},
                               {GM_BF16, GM_PK_NONE, NULL}};
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
@@ -118,6 +119,7 @@ static void xq_alloc(gm_xq *xq, size_t T, size_t cols) {
 
 static void xq8_alloc(gm_xq *xq, size_t T, size_t cols) {
     xq->b8 = aligned_alloc(64, (3 * T * cols + 63) / 64 * 64);
+    xq->b8n = aligned_alloc(64, (3 * T * cols + 63) / 64 * 64); /* column order: N6H's int8 products */
     xq->e8 = malloc(T * cols / 32 * sizeof *xq->e8 + 4);
     xq->s8 = malloc(GM_X8_SUMS * T * cols / 32 * sizeof *xq->s8 + 4);
 }
@@ -130,6 +132,7 @@ static void xq_alloc_both(gm_xq *xq, size_t T, size_t cols) {
 
 static void xq_free(gm_xq *xq) {
     free(xq->b8);
+    free(xq->b8n);
     free(xq->e8);
     free(xq->s8);
     free(xq->q);
@@ -426,9 +429,17 @@ static void test_quantize8_same(const gm_packed_ops *ops, const char *name) {
     gm_quantize_x8_ref(x, ldx, T, cols, &a);
     ops->quantize_x8(x, ldx, T, cols, &b);
     int bad = memcmp(a.b8, b.b8, 3 * T * cols) != 0 || !b.has8 ||
-              memcmp(a.s8, b.s8, GM_X8_SUMS * T * cols / 32 * sizeof *a.s8) != 0;
+              memcmp(a.s8, b.s8, GM_X8_SUMS * T * cols / 32 * sizeof *a.s8) != 0 || memcmp(a.b8n, b.b8n, 3 * T * cols) != 0;
     for (size_t i = 0; i < T * cols / 32; i++) bad += !same_float(a.e8[i], b.e8[i]);
     CHECK(bad == 0, "%s quantize_x8 differs from the reference (%d)", name, bad);
+    /* b8n holds each block's terms in column order: byte 32 k + c of a block is term k's column c, which lane
+     * order keeps at gm_x8_pos(c) */
+    int moved = 0;
+    for (size_t blk = 0; blk < T * cols / 32; blk++)
+        for (int k = 0; k < 3; k++)
+            for (int c = 0; c < 32; c++)
+                moved += b.b8n[96 * blk + 32 * (size_t)k + (size_t)c] != b.b8[96 * blk + 32 * (size_t)k + (size_t)gm_x8_pos(c)];
+    CHECK(moved == 0, "%s quantize_x8: %d int8 terms out of column order in b8n", name, moved);
     xq_free(&a);
     xq_free(&b);
     free(x);
@@ -492,7 +503,9 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
     uint8_t *w = random_weights(t, rows, cols, &rb);
     gm_packed P = pack_all(pc, w, rb, rows, cols);
     bool bf16 = t == GM_BF16;
-    if (!(gm_packed_kind_int8(P.kind, fast) || (fast && bf16))) {
+    /* N6H's exact products take the int8 terms for one input alone (its matvec; batched, the int16 terms) */
+    bool n6h_exact = !fast && P.kind == GM_PK_N6H;
+    if (!(gm_packed_kind_int8(P.kind, fast) || (fast && bf16) || n6h_exact)) {
         free(P.data);
         free(w);
         return;
@@ -502,7 +515,8 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
     const size_t nT = fast ? sizeof fast_Ts / sizeof fast_Ts[0] : sizeof exact_Ts / sizeof exact_Ts[0];
     for (size_t k = 0; k < nT; k++) {
         size_t T = Ts[k], ldy = rows + 5;
-        if (bf16 && T == 1) continue; /* BF16 single tokens stay exact (matvec) */
+        /* BF16 single tokens stay exact (matvec); N6H's exact product with the int8 terms is its matvec */
+        if ((bf16 && T == 1) || (n6h_exact && T != 1)) continue;
         float *x = malloc(T * cols * sizeof *x);
         for (size_t i = 0; i < T * cols; i++) x[i] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
         gm_xq xq;
@@ -523,7 +537,8 @@ static void test_products8(const gm_packed_ops *ops, const char *name, pcase pc,
             ops->matmul(&P, r0, r1, &xq, T, got, ldy);
         } else {
             gm_packed_matmul8_ref(&P, r0, r1, &xq, T, ref, ldy);
-            ops->matmul8(&P, r0, r1, &xq, T, got, ldy);
+            if (n6h_exact) ops->matvec(&P, r0, r1, &xq, got); /* has8: the int8 terms */
+            else ops->matmul8(&P, r0, r1, &xq, T, got, ldy);
         }
         if (T == 1 && !fast && (P.kind == GM_PK_N5R || P.kind == GM_PK_N4R)) {
             /* the row-form kinds' exact matvec takes the int8 terms where has8 says they are there: the same
@@ -942,16 +957,17 @@ int main(void) {
     const char *int16_env = getenv("GM_INT16_MATMUL"); /* gm_packed_int8_matmul's switch */
     bool decode8 = avx512 && !(int16_env && *int16_env == '1');
     CHECK(gm_packed_decode_int8(GM_PK_N5R) == decode8 && gm_packed_decode_int8(GM_PK_N4R) == decode8 &&
-              !gm_packed_decode_int8(GM_PK_N5D) && !gm_packed_decode_int8(GM_PK_N4K) &&
-              !gm_packed_decode_int8(GM_PK_D16),
-          "gm_packed_decode_int8: N5R's and N4R's single-token products read the int8 terms on AVX-512 alone");
-    for (int k = 0; k < 2; k++) {
-        gm_pack_kind rk = k ? GM_PK_N4R : GM_PK_N5R;
+              gm_packed_decode_int8(GM_PK_N6H) == decode8 && !gm_packed_decode_int8(GM_PK_N5D) &&
+              !gm_packed_decode_int8(GM_PK_N4K) && !gm_packed_decode_int8(GM_PK_N6) && !gm_packed_decode_int8(GM_PK_D16),
+          "gm_packed_decode_int8: the row-form kinds' single-token products read the int8 terms on AVX-512 alone");
+    static const gm_pack_kind row_kinds[] = {GM_PK_N5R, GM_PK_N4R, GM_PK_N6H};
+    for (int k = 0; k < 3; k++) {
+        gm_pack_kind rk = row_kinds[k];
         CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), rk) &&
                   (!gm_packed_lookup("avx512") || gm_packed_ops_handles(gm_packed_lookup("avx512"), rk)) &&
                   (!gm_packed_lookup("avx2") || !gm_packed_ops_handles(gm_packed_lookup("avx2"), rk)) &&
                   (!gm_packed_lookup("amx") || !gm_packed_ops_handles(gm_packed_lookup("amx"), rk)),
-              "gm_packed_ops_handles: %s on the reference and AVX-512 VNNI alone", k ? "N4R" : "N5R");
+              "gm_packed_ops_handles: row-form kind %d on the reference and AVX-512 VNNI alone", (int)rk);
     }
     CHECK(gm_packed_bytes(GM_Q5_0, 16, 64) == (avx2 ? 2 * 544u : 2 * 352u), "Q5_0 16 x 64 packs to %zu bytes",
           gm_packed_bytes(GM_Q5_0, 16, 64));
@@ -961,9 +977,10 @@ int main(void) {
               gm_packed_bytes(GM_Q6_K, 16, 512) == 16 * 384 + 512 + 64 && gm_packed_bytes(GM_Q4_K, 17, 512) == 2 * 4736,
           "K-quant packed sizes: Q4_K %zu, Q6_K %zu / %zu", gm_packed_bytes(GM_Q4_K, 16, 256),
           gm_packed_bytes(GM_Q6_K, 16, 256), gm_packed_bytes(GM_Q6_K, 16, 512));
-    /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in row form elsewhere */
-    CHECK(gm_pack_kind_of(GM_Q6_K) == (avx2 ? GM_PK_N6C : GM_PK_N6), "Q6_K packs as kind %d on %s kernels",
-          (int)gm_pack_kind_of(GM_Q6_K), avx2 ? "AVX2" : "other");
+    /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in row form by halves on AVX-512 VNNI,
+     * in row form elsewhere */
+    CHECK(gm_pack_kind_of(GM_Q6_K) == (avx2 ? GM_PK_N6C : avx512 ? GM_PK_N6H : GM_PK_N6),
+          "Q6_K packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q6_K), avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
     CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6C) &&
               gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6) &&
               gm_packed_ops_handles(gm_packed_ops_chosen(), gm_pack_kind_of(GM_Q6_K)) &&
@@ -978,7 +995,8 @@ int main(void) {
               !gm_pack_kind_holds(GM_PK_SM32, GM_Q5_0) && !gm_pack_kind_holds(GM_PK_NONE, GM_F32) &&
               gm_pack_kind_holds(GM_PK_N6C, GM_Q6_K) && gm_pack_kind_holds(GM_PK_N6, GM_Q6_K) &&
               !gm_pack_kind_holds(GM_PK_N6C, GM_Q4_K) && gm_pack_kind_holds(GM_PK_N4R, GM_Q4_K) &&
-              gm_pack_kind_holds(GM_PK_N4K, GM_Q4_K) && !gm_pack_kind_holds(GM_PK_N4R, GM_Q5_0),
+              gm_pack_kind_holds(GM_PK_N4K, GM_Q4_K) && !gm_pack_kind_holds(GM_PK_N4R, GM_Q5_0) &&
+              gm_pack_kind_holds(GM_PK_N6H, GM_Q6_K) && !gm_pack_kind_holds(GM_PK_N6H, GM_Q4_K),
           "gm_pack_kind_holds");
     gm_packed bad;
     gm_pack_describe_as(GM_PK_N5D, GM_Q8_0, 16, 64, &bad);
@@ -1033,9 +1051,13 @@ int main(void) {
                                true);
         }
         if (ops->screen) {
+            /* Q6_K in each kind these kernels screen: the one they pack it as, and N6 (AMX's) where they read it */
             const pcase sc[] = {of_type(GM_Q8_0), of_type(GM_Q4_0), {GM_Q5_0, GM_PK_D16, "Q5_0 as D16"},
-                                {GM_Q6_K, gm_packed_ops_q6_kind(ops), ops->q6_k_as_n6c ? "Q6_K as N6C" : "Q6_K as N6"}};
-            for (int ci = 0; ci < 4; ci++) {
+                                {GM_Q6_K, GM_PK_N6C, "Q6_K as N6C"}, {GM_Q6_K, GM_PK_N6H, "Q6_K as N6H"},
+                                {GM_Q6_K, GM_PK_N6, "Q6_K as N6"}};
+            for (int ci = 0; ci < 6; ci++) {
+                if (sc[ci].t == GM_Q6_K && (!runs(ops, sc[ci]) || (ops->q6_k_as_n6c != (sc[ci].k == GM_PK_N6C))))
+                    continue;
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
                     size_t cols = sc[ci].t == GM_Q6_K ? (ri & 1 ? 256 : 1280) : ri & 1 ? 96 : 1152;
                     test_screen(ops, isas[ii], sc[ci], rows_list[ri], cols, false);
