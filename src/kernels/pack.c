@@ -488,8 +488,8 @@ static void put_n6_row(uint8_t *t, size_t r, const uint8_t *ql, int ns, const ui
     memcpy(t + 320 + 4 * r, &c1, 4);
 }
 
-/* Q4_K -> N4K / N4R and Q6_K -> N6 / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same bytes as
- * the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
+/* Q4_K -> N4K / N4R and Q6_K -> N6 / N6H / N6C, one 256-value block (8 tiles) of 16 rows at a time: the same
+ * bytes as the generic path below (tests/unit/test_kernels_packed.c compares them), several times faster (the
  * generic path goes value by value). */
 static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, size_t rb, size_t nrows) {
     const gm_dtype from = P->from;
@@ -498,7 +498,7 @@ static void pack_k_panel(const gm_packed *P, uint8_t *panel, const uint8_t *W, s
         uint8_t *tiles = panel + bi * 8 * tile_bytes;
         uint8_t *sc = (uint8_t *)gm_packed_sc(P, panel, 8 * bi), *sb = (uint8_t *)gm_packed_sb(P, panel, 8 * bi);
         __m128i in[8][16];
-        /* Q6_K's high bits as crumbs (N6C; its rows past the end zero), or N6's rows written in place */
+        /* Q6_K's high bits as crumbs (N6C; its rows past the end zero), or N6's and N6H's rows written in place */
         uint64_t crumbs[8][16];
         const bool n6c = P->kind == GM_PK_N6C, n6 = P->kind == GM_PK_N6 || P->kind == GM_PK_N6H;
         const bool n4r = P->kind == GM_PK_N4R;

@@ -52,14 +52,13 @@
  * unpacking the fifth bits costs more vector-pipe work than the 8-bit tiles' extra bytes cost there,
  * docs/BENCHMARKS.md "Q5_0 as 8-bit tiles on AVX2"); gm_pack_kind_of says which.
  *
- * On AVX-512 VNNI (not AMX) Q5_0 packs as GM_PK_N5R and Q4_K as GM_PK_N4R, the row form: a step's 64 codes are one 512-bit load,
- * an AND (and a shift for odd steps) and a masked add of 16 from the step's 64 plane bits, in the order
- * vpdpbusd wants them; its single-token products take the three int8 terms too (N5D's int16 ones spend
- * more in widening and in the fifth bits' two masked adds per step than the dot products do; docs/
- * BENCHMARKS.md "Q5_0 in row form on AVX-512"). N4R is the same without the fifth bits: an AND (and a shift)
- * a step where N4K's 8-bit tiles take a widening, a shift and a vpternlogd, and its single-token products take
- * the int8 terms too (docs/BENCHMARKS.md "Q4_K in row form on AVX-512"). N5R's and N4R's int16 pairs come from
- * the same step bytes through the two byte shuffles N6 takes.
+ * On AVX-512 VNNI (not AMX) Q5_0 packs as GM_PK_N5R and Q4_K as GM_PK_N4R, the row form: a step's 64 codes
+ * are one 512-bit load, an AND (and a shift for odd steps) and, for N5R, a masked add of 16 from the step's 64
+ * plane bits, in the order vpdpbusd wants them; their single-token products take the three int8 terms too
+ * (N5D's int16 ones spend more in widening and in the fifth bits' two masked adds per step than the dot
+ * products do; N4K's 8-bit tiles a widening, a shift and a vpternlogd a step; docs/BENCHMARKS.md "Q5_0 in row
+ * form on AVX-512", "Q4_K in row form"). Their int16 pairs come from the same step bytes through the two byte
+ * shuffles N6 takes.
  *
  * Q6_K packs as GM_PK_N6C for the AVX2 kernels (one shift, AND and OR per 32 codes for their high
  * parts) and as GM_PK_N6 for AMX, whose 512-bit loads take a step's 64 codes (16 rows x 4 slots) in
@@ -290,8 +289,8 @@ bool gm_packed_int8_matmul(void);
  * registers to share a tile among inputs). */
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast);
 /* Whether the chosen kernels' exact single-token product (gm_packed_matvec) of kind k is faster with the
- * int8 terms: the row-form kinds GM_PK_N5R, GM_PK_N4R and GM_PK_N6H (packed.h's header). Its matvec reads them where xq->has8, else the int16 terms;
- * callers quantize the int8 terms of a single input where this says so. */
+ * int8 terms: the row-form kinds GM_PK_N5R, GM_PK_N4R and GM_PK_N6H (packed.h's header). Its matvec reads them
+ * where xq->has8, else the int16 terms; callers quantize the int8 terms of a single input where this says so. */
 bool gm_packed_decode_int8(gm_pack_kind k);
 
 /* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16

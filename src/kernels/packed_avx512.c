@@ -240,7 +240,8 @@ GM_AI __m512 tile_finish(gm_pack_kind K, const uint8_t *t, const __m512 ks[2], c
     }
     default: { /* SM32, N4SM, N4K: w = s q + m, s and m from the tile or (N4K) formed from its scale codes */
         const float *sm = (const float *)(t + (K == GM_PK_SM32 ? 512 : 256));
-        __m512 s = gm_pack_kind_q4k(K) ? ks[0] : _mm512_load_ps(sm), m = gm_pack_kind_q4k(K) ? ks[1] : _mm512_load_ps(sm + 16);
+        __m512 s = gm_pack_kind_q4k(K) ? ks[0] : _mm512_load_ps(sm);
+        __m512 m = gm_pack_kind_q4k(K) ? ks[1] : _mm512_load_ps(sm + 16);
         acc = _mm512_fmadd_ps(m, _mm512_set1_ps(xs), acc);
         return _mm512_fmadd_ps(two_terms(i[0], i[2]), _mm512_mul_ps(s, d), acc);
     }
@@ -568,8 +569,8 @@ GM_AI int32_t x8_half_sum(const int32_t *S, int k, int h) {
 
 /* The three terms' integer sums as one f32: v1 + v2 / 254 + v3 / 254^2 */
 GM_AI __m512 x8_terms(__m512i v1, __m512i v2, __m512i v3) {
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f),
-                           _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), _mm512_cvtepi32_ps(v1)));
+    __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v2), _mm512_set1_ps(1.0f / 254.0f), _mm512_cvtepi32_ps(v1));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(v3), _mm512_set1_ps(1.0f / 64516.0f), f);
 }
 
 /* One half's sums of N6H codes (q + 32) with the int8 terms (i1-i3), less the offset (32 x the terms' half

@@ -85,7 +85,8 @@ static double tile_ref(const gm_packed *P, const uint8_t *panel, int i, const gm
         return (double)f32_at(tile + so + 4 * i) * dx * DOT(0, 32, 0, 0, 0) +
                (double)f32_at(tile + so + 64 + 4 * i) * (double)xq->s[t * xq->ldd + b];
     }
-    case GM_PK_N4K: case GM_PK_N4R: return (double)ks[0] * dx * DOT(0, 32, 0, 0, 0) + (double)ks[1] * (double)xq->s[t * xq->ldd + b];
+    case GM_PK_N4K: case GM_PK_N4R:
+        return (double)ks[0] * dx * DOT(0, 32, 0, 0, 0) + (double)ks[1] * (double)xq->s[t * xq->ldd + b];
     case GM_PK_N6: case GM_PK_N6C: case GM_PK_N6H:
         return (double)ks[0] * dx * DOT(0, 16, 32, qs[0], qs[2]) + (double)ks[1] * dx * DOT(16, 16, 32, qs[1], qs[3]);
     default: return 0.0;

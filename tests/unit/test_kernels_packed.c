@@ -429,7 +429,8 @@ static void test_quantize8_same(const gm_packed_ops *ops, const char *name) {
     gm_quantize_x8_ref(x, ldx, T, cols, &a);
     ops->quantize_x8(x, ldx, T, cols, &b);
     int bad = memcmp(a.b8, b.b8, 3 * T * cols) != 0 || !b.has8 ||
-              memcmp(a.s8, b.s8, GM_X8_SUMS * T * cols / 32 * sizeof *a.s8) != 0 || memcmp(a.b8n, b.b8n, 3 * T * cols) != 0;
+              memcmp(a.s8, b.s8, GM_X8_SUMS * T * cols / 32 * sizeof *a.s8) != 0 ||
+              memcmp(a.b8n, b.b8n, 3 * T * cols) != 0;
     for (size_t i = 0; i < T * cols / 32; i++) bad += !same_float(a.e8[i], b.e8[i]);
     CHECK(bad == 0, "%s quantize_x8 differs from the reference (%d)", name, bad);
     /* b8n holds each block's terms in column order: byte 32 k + c of a block is term k's column c, which lane
@@ -438,7 +439,8 @@ static void test_quantize8_same(const gm_packed_ops *ops, const char *name) {
     for (size_t blk = 0; blk < T * cols / 32; blk++)
         for (int k = 0; k < 3; k++)
             for (int c = 0; c < 32; c++)
-                moved += b.b8n[96 * blk + 32 * (size_t)k + (size_t)c] != b.b8[96 * blk + 32 * (size_t)k + (size_t)gm_x8_pos(c)];
+                moved += b.b8n[96 * blk + 32 * (size_t)k + (size_t)c] !=
+                         b.b8[96 * blk + 32 * (size_t)k + (size_t)gm_x8_pos(c)];
     CHECK(moved == 0, "%s quantize_x8: %d int8 terms out of column order in b8n", name, moved);
     xq_free(&a);
     xq_free(&b);
@@ -958,7 +960,8 @@ int main(void) {
     bool decode8 = avx512 && !(int16_env && *int16_env == '1');
     CHECK(gm_packed_decode_int8(GM_PK_N5R) == decode8 && gm_packed_decode_int8(GM_PK_N4R) == decode8 &&
               gm_packed_decode_int8(GM_PK_N6H) == decode8 && !gm_packed_decode_int8(GM_PK_N5D) &&
-              !gm_packed_decode_int8(GM_PK_N4K) && !gm_packed_decode_int8(GM_PK_N6) && !gm_packed_decode_int8(GM_PK_D16),
+              !gm_packed_decode_int8(GM_PK_N4K) && !gm_packed_decode_int8(GM_PK_N6) &&
+              !gm_packed_decode_int8(GM_PK_D16),
           "gm_packed_decode_int8: the row-form kinds' single-token products read the int8 terms on AVX-512 alone");
     static const gm_pack_kind row_kinds[] = {GM_PK_N5R, GM_PK_N4R, GM_PK_N6H};
     for (int k = 0; k < 3; k++) {
@@ -980,7 +983,8 @@ int main(void) {
     /* and Q6_K keeps its high bits in 2-bit crumbs there (GM_PK_N6C), in row form by halves on AVX-512 VNNI,
      * in row form elsewhere */
     CHECK(gm_pack_kind_of(GM_Q6_K) == (avx2 ? GM_PK_N6C : avx512 ? GM_PK_N6H : GM_PK_N6),
-          "Q6_K packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q6_K), avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
+          "Q6_K packs as kind %d on %s kernels", (int)gm_pack_kind_of(GM_Q6_K),
+          avx2 ? "AVX2" : avx512 ? "AVX-512" : "other");
     CHECK(gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6C) &&
               gm_packed_ops_handles(gm_packed_lookup("scalar"), GM_PK_N6) &&
               gm_packed_ops_handles(gm_packed_ops_chosen(), gm_pack_kind_of(GM_Q6_K)) &&
