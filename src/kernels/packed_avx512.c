@@ -800,7 +800,8 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
 
 /* The screened product (packed.h, gm_packed_screen): one input, its first int8 term alone, as fast decode
  * runs it, with the bound beside it: a quarter of the exact matvec's dot products (8 vpdpbusd per tile
- * against 32 vpdpwssd; Q6_K's N6 8 vpmaddubsw and 8 vpdpwssd), the same widenings. */
+ * against 32 vpdpwssd; Q6_K's N6 8 vpmaddubsw and 8 vpdpwssd), the same widenings. N6H reads the term in
+ * column order (xq->b8n; without it nothing is written: the devices allocate it wherever Q6_K packs as N6H). */
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                              float *bound) {
     if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6 && (P->kind != GM_PK_N6H || !xq->b8n))) return;
