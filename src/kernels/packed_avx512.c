@@ -715,7 +715,7 @@ GM_AI void matmul8_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
 /* One input's exact product of a row-form matrix (N4R, N5R, N6H) with its three int8 terms, whatever xq->fast
  * says: matmul8_k's sums for one input in the same order (the same floats), with what depends on the input alone
  * worked out once instead of once per panel: the minimums' block sums (N4R), and the code offsets' part of the
- * integer sums (N5R, N6H), where those sums start. (matmul8_k for one input ran 20 % slower on N4R.) */
+ * integer sums (N5R, N6H), where those sums start. (N4R in L2: 25.0 GB/s through matmul8_k, 30.2 here.) */
 GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     enum { MAX_TILES = 1024 }; /* 32768 columns; wider ones take matmul8_k */
     const size_t tiles = P->cols / 32, tb = gm_pack_tile_bytes(K);
