@@ -73,7 +73,7 @@ GM_PI void tile_weights(gm_pack_kind K, const uint8_t *t, int g, __m512i *wa, __
 
 /* The f32 scales of the 16 rows of a compact K-quant tile (packed.h), from its scale codes sc and its
  * block's f16 row scales d (k_block: d[0] = d, d[1] = -dmin): GM_PK_N4K / N4R s = d sc and m = -dmin mn;
- * GM_PK_N6 the scales of columns 0-15 in *s and of 16-31 in *m. The products gm_packed_k_scales forms,
+ * GM_PK_N6 / N6H the scales of columns 0-15 in *s and of 16-31 in *m. The products gm_packed_k_scales forms,
  * bit for bit. A block's d serves its 8 tiles: decode converts it once per 8. */
 GM_PI void k_block(gm_pack_kind K, const uint8_t *sb, __m512 d[2]) {
     d[0] = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sb));
