@@ -247,12 +247,15 @@ bool gm_packed_can_screen(gm_pack_kind k) {
 }
 
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound) {
-    if (gm_packed_can_screen(P->kind)) packed_ops()->screen(P, r0, r1, xq, eb, y, bound);
+    if (!gm_packed_can_screen(P->kind)) return;
+    /* N6H's screen reads the terms in column order: without them, the reference's (the same bound) */
+    if (gm_pack_kind_reads_b8n(P->kind) && !xq->b8n) gm_packed_screen_ref(P, r0, r1, xq, eb, y, bound);
+    else packed_ops()->screen(P, r0, r1, xq, eb, y, bound);
 }
 
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
     if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);
-    else if (xq->has8 && gm_packed_ops_int8(o, P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    else if (gm_xq_int8_for(xq, P->kind) && gm_packed_ops_int8(o, P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
     else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

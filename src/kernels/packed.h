@@ -265,6 +265,15 @@ typedef struct gm_xq {
 } gm_xq;
 
 /* Bytes of xq->xb for inputs of `cols` columns. */
+/* Whether kind k's int8 products also read the terms in column order (xq->b8n): GM_PK_N6H's. */
+static inline bool gm_pack_kind_reads_b8n(gm_pack_kind k) { return k == GM_PK_N6H; }
+/* Whether xq has room for the int8 terms kind k's int8 products read: b8, and b8n where k reads it. Where
+ * not, k's products read the int16 terms, which the caller then prepares. */
+static inline bool gm_xq_room8_for(const gm_xq *xq, gm_pack_kind k) {
+    return xq->b8 && (xq->b8n || !gm_pack_kind_reads_b8n(k));
+}
+/* ... and they hold this batch (has8) */
+static inline bool gm_xq_int8_for(const gm_xq *xq, gm_pack_kind k) { return xq->has8 && gm_xq_room8_for(xq, k); }
 static inline size_t gm_xq_xb_bytes(size_t cols) { return cols / 2 * 2 * 8 * sizeof(int32_t); }
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,
@@ -334,7 +343,7 @@ void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
  * 16-column scales there, d sc), with eb from gm_packed_screen_errors: a row whose y + bound falls
  * below another's y - bound cannot be the larger. Only where gm_packed_can_screen(P->kind) (GM_PK_D16, and
  * Q6_K in the kind the kernels pack it as: N6C on AVX2, N6H on AVX-512): on other kinds and kernels it writes
- * nothing. */
+ * nothing. N6H's screen reads xq->b8n; an xq without them takes the reference's (the same values, slowly). */
 bool gm_packed_can_screen(gm_pack_kind k);
 void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y, float *bound);
 /* The same in f64 on the scalar path (the tests' reference; the scalar kernels do not screen). */

@@ -417,16 +417,16 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
     /* the row-form kinds: the three int8 terms where the caller gave them (gm_packed_decode_int8) */
     case GM_PK_N4R:
-        if (xq->has8) matvec8_rows(GM_PK_N4R, P, r0, r1, xq, y);
+        if (gm_xq_int8_for(xq, GM_PK_N4R)) matvec8_rows(GM_PK_N4R, P, r0, r1, xq, y);
         else matvec_k(GM_PK_N4R, P, r0, r1, xq, y);
         return;
     case GM_PK_N5R:
-        if (xq->has8) matvec8_rows(GM_PK_N5R, P, r0, r1, xq, y);
+        if (gm_xq_int8_for(xq, GM_PK_N5R)) matvec8_rows(GM_PK_N5R, P, r0, r1, xq, y);
         else matvec_k(GM_PK_N5R, P, r0, r1, xq, y);
         return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
     case GM_PK_N6H:
-        if (xq->has8 && xq->b8n) matvec8_rows(GM_PK_N6H, P, r0, r1, xq, y);
+        if (gm_xq_int8_for(xq, GM_PK_N6H)) matvec8_rows(GM_PK_N6H, P, r0, r1, xq, y);
         else matvec_k(GM_PK_N6H, P, r0, r1, xq, y);
         return;
     default: return;
@@ -791,7 +791,7 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
         else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
         return;
     case GM_PK_N6H:
-        if (xq->fast && xq->b8n) matmul8_kind(GM_PK_N6H, P, r0, r1, xq, T, Y, ldy);
+        if (xq->fast && gm_xq_int8_for(xq, GM_PK_N6H)) matmul8_kind(GM_PK_N6H, P, r0, r1, xq, T, Y, ldy);
         else gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy);
         return;
     default: gm_packed_matmul_avx512(P, r0, r1, xq, T, Y, ldy); return; /* int16 terms */
@@ -801,7 +801,7 @@ void gm_packed_matmul8_avx512(const gm_packed *P, size_t r0, size_t r1, const gm
 /* The screened product (packed.h, gm_packed_screen): one input, its first int8 term alone, as fast decode
  * runs it, with the bound beside it: a quarter of the exact matvec's dot products (8 vpdpbusd per tile
  * against 32 vpdpwssd; Q6_K's N6 8 vpmaddubsw and 8 vpdpwssd), the same widenings. N6H reads the term in
- * column order (xq->b8n; without it nothing is written: the devices allocate it wherever Q6_K packs as N6H). */
+ * column order (xq->b8n: gm_packed_screen gives a call without them to the reference). */
 void gm_packed_screen_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, const float *eb, float *y,
                              float *bound) {
     if (r1 <= r0 || (P->kind != GM_PK_D16 && P->kind != GM_PK_N6 && (P->kind != GM_PK_N6H || !xq->b8n))) return;

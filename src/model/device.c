@@ -71,7 +71,7 @@ gm_status gm_device_init(gm_device *d, const gm_config *cfg, int local, int glob
      * only where the kernels use them) */
     bool int8 = (T > 1 && gm_packed_int8_matmul()) || gm_packed_can_screen(GM_PK_D16);
     /* and the same terms in column order for the kernels' Q6_K kind that reads them (GM_PK_N6H) */
-    bool int8n = int8 && gm_pack_kind_of(GM_Q6_K) == GM_PK_N6H;
+    bool int8n = int8 && gm_pack_kind_reads_b8n(gm_pack_kind_of(GM_Q6_K));
     if (int8) {
         /* with AMX, only products of fewer tokens than gm_packed_amx_min_tokens take them */
         size_t T8 = gm_packed_amx_matmul() && T >= GM_AMX_MIN_TOKENS_MAX ? GM_AMX_MIN_TOKENS_MAX - 1 : T;
@@ -269,7 +269,8 @@ static void mm_chunk(void *ctx, int c, int slot) {
             return;
         }
         /* one token: the int16 matvec, or (fast) the int8 matmul's single term where the kind has one */
-        if (j->T == 1 && !(tk->xq.fast && tk->xq.has8 && gm_packed_kind_int8(m->packed.kind, true)))
+        if (j->T == 1 && !(tk->xq.fast && gm_xq_int8_for(&tk->xq, m->packed.kind) &&
+                           gm_packed_kind_int8(m->packed.kind, true)))
             gm_packed_matvec(&m->packed, a, b, &tk->xq, Y);
         else gm_packed_matmul(&m->packed, a, b, &tk->xq, (size_t)j->T, Y, tk->ldy);
         return;
@@ -414,13 +415,14 @@ static void prepare_inputs(gm_device *d, const gm_matrix *const *ms, int n, cons
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
         quant |= k != GM_PK_NONE && k != GM_PK_BF16;
         bf16 |= k == GM_PK_BF16;
-        decode8 |= !batch8 && gm_packed_decode_int8(k);
+        decode8 |= !batch8 && gm_packed_decode_int8(k) && gm_xq_room8_for(&d->xq, k);
         if (k != GM_PK_NONE && gm_packed_amx_min_tokens(k) > amx_from) amx_from = gm_packed_amx_min_tokens(k);
     }
     bool int8 = d->xq.b8 && gm_packed_int8_matmul() && (batch8 || decode8);
     for (int i = 0; i < n; i++) { /* the int16 terms for the rest: matvec, Q6_K */
         gm_pack_kind k = ms[i]->packed.data ? ms[i]->packed.kind : GM_PK_NONE;
-        bool reads8 = int8 && (batch8 ? gm_packed_kind_int8(k, d->fast) : gm_packed_decode_int8(k));
+        bool reads8 = int8 && (batch8 ? gm_packed_kind_int8(k, d->fast) : gm_packed_decode_int8(k)) &&
+                      gm_xq_room8_for(&d->xq, k);
         int16 |= k != GM_PK_NONE && k != GM_PK_BF16 && !reads8;
     }
     size_t C = (size_t)ms[0]->full_cols;

@@ -672,6 +672,56 @@ static void test_products_f32(const gm_packed_ops *ops, const char *name, pcase 
     free(w);
 }
 
+/* N6H's int8 products read the int8 terms in column order as well (xq->b8n). An xq whose int8 terms have no
+ * column-order copy (gm_xq_int8_for false) gets the int16 terms' products: the matvec and the fast matmul the
+ * same bits as the int16 matvec and matmul, nothing written past their rows; the screen (through gm_packed_screen, where
+ * these are the chosen kernels) the reference's values and bounds. */
+static void test_n6h_without_columns(const gm_packed_ops *ops, const char *name) {
+    const pcase pc = {GM_Q6_K, GM_PK_N6H, "Q6_K as N6H"};
+    if (!runs(ops, pc) || ops == gm_packed_lookup("scalar")) return;
+    const size_t rows = 37, cols = 512, r0 = 3, r1 = 30, n = r1 - r0;
+    size_t rb;
+    uint8_t *w = random_weights(GM_Q6_K, rows, cols, &rb);
+    gm_packed P = pack_all(pc, w, rb, rows, cols);
+    float *x = malloc(cols * sizeof *x), *eb = malloc(cols / 32 * sizeof *eb);
+    for (size_t c = 0; c < cols; c++) x[c] = rnd_nonzero() * ldexpf(1.0f, (int)(rnd() % 8) - 4);
+    gm_xq xq;
+    xq_alloc_both(&xq, 1, cols);
+    free(xq.b8n);
+    xq.b8n = NULL;
+    gm_quantize_x_ref(x, cols, 1, cols, &xq);
+    ops->quantize_x8(x, cols, 1, cols, &xq);
+    CHECK(xq.has8 && !gm_xq_int8_for(&xq, GM_PK_N6H) && gm_xq_int8_for(&xq, GM_PK_N4R),
+          "%s: int8 terms without the column-order copy serve N4R, not N6H", name);
+    float *y16 = malloc((n + 8) * sizeof *y16), *y = malloc((n + 8) * sizeof *y);
+    float *b = malloc((n + 8) * sizeof *b), *yr = malloc(n * sizeof *yr), *br = malloc(n * sizeof *br);
+    int diff = 0;
+    for (int fast = 0; fast < 2; fast++) {
+        for (size_t i = 0; i < n + 8; i++) y16[i] = y[i] = -777.0f;
+        xq.has8 = false, xq.fast = false;
+        if (fast) ops->matmul(&P, r0, r1, &xq, 1, y16, n); /* the int16 terms' matmul */
+        else ops->matvec(&P, r0, r1, &xq, y16);
+        xq.has8 = true, xq.fast = fast;
+        if (fast) ops->matmul8(&P, r0, r1, &xq, 1, y, n);
+        else ops->matvec(&P, r0, r1, &xq, y);
+        for (size_t i = 0; i < n + 8; i++) diff += i < n ? !same_float(y[i], y16[i]) : y[i] != -777.0f;
+    }
+    CHECK(diff == 0, "%s N6H without b8n: %d outputs differ from the int16 terms' products", name, diff);
+    xq.fast = false;
+    if (gm_packed_ops_chosen() == ops && gm_packed_can_screen(GM_PK_N6H)) {
+        for (size_t i = 0; i < n + 8; i++) y[i] = b[i] = -777.0f;
+        gm_packed_screen_errors(&P, x, &xq, eb, false);
+        gm_packed_screen(&P, r0, r1, &xq, eb, y, b);
+        gm_packed_screen_ref(&P, r0, r1, &xq, eb, yr, br);
+        int off = 0;
+        for (size_t i = 0; i < n + 8; i++)
+            off += i < n ? !same_float(y[i], yr[i]) || !same_float(b[i], br[i]) : y[i] != -777.0f || b[i] != -777.0f;
+        CHECK(off == 0, "%s N6H screen without b8n: %d values differ from the reference's", name, off);
+    }
+    xq_free(&xq);
+    free(x), free(eb), free(y16), free(y), free(b), free(yr), free(br), free(P.data), free(w);
+}
+
 /* the int8 matmul on a column view of a wider batch equals quantizing those columns alone */
 static void test_view8(const gm_packed_ops *ops, const char *name) {
     size_t rows = 37, cols = 96, wide = cols + 64, T = 7, rb;
@@ -1024,6 +1074,7 @@ int main(void) {
         test_quantize8_same(ops, isas[ii]);
         if (ops->matmul8) {
             test_view8(ops, isas[ii]);
+            test_n6h_without_columns(ops, isas[ii]);
             for (size_t ci = 0; ci < N_CASES; ci++) {
                 size_t blk = gm_dtype_get(cases[ci].t)->block;
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0] && runs(ops, cases[ci]); ri++)
