@@ -256,6 +256,7 @@ void gm_packed_screen(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq,
 void gm_packed_matmul(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, size_t T, float *Y, size_t ldy) {
     const gm_packed_ops *o = packed_ops();
     if (T > 1 && xq->f32 && o->matmul_f32) o->matmul_f32(P, r0, r1, xq, T, Y, ldy);
-    else if (gm_xq_int8_for(xq, P->kind) && gm_packed_ops_int8(o, P->kind, xq->fast)) o->matmul8(P, r0, r1, xq, T, Y, ldy);
+    else if (gm_xq_int8_for(xq, P->kind) && gm_packed_ops_int8(o, P->kind, xq->fast))
+        o->matmul8(P, r0, r1, xq, T, Y, ldy);
     else o->matmul(P, r0, r1, xq, T, Y, ldy);
 }

@@ -673,9 +673,9 @@ static void test_products_f32(const gm_packed_ops *ops, const char *name, pcase 
 }
 
 /* N6H's int8 products read the int8 terms in column order as well (xq->b8n). An xq whose int8 terms have no
- * column-order copy (gm_xq_int8_for false) gets the int16 terms' products: the matvec and the fast matmul the
- * same bits as the int16 matvec and matmul, nothing written past their rows; the screen (through gm_packed_screen, where
- * these are the chosen kernels) the reference's values and bounds. */
+ * column-order copy (gm_xq_int8_for false) gets the int16 terms' products: the matvec and the fast matmul
+ * the same bits as the int16 matvec and matmul, nothing written past their rows; the screen (through
+ * gm_packed_screen, where these are the chosen kernels) the reference's values and bounds. */
 static void test_n6h_without_columns(const gm_packed_ops *ops, const char *name) {
     const pcase pc = {GM_Q6_K, GM_PK_N6H, "Q6_K as N6H"};
     if (!runs(ops, pc) || ops == gm_packed_lookup("scalar")) return;
