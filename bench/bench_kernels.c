@@ -1,6 +1,7 @@
 /* Kernel throughput: matvec GB/s (weight bytes streamed per second) and rows/s per type and ISA on
  * the Gemma 3 270M embedding shape (262144 x 640) and a 1B MLP layer shape (6912 x 1152), and matmul
- * GFLOP/s at T = 64 inputs on the layer shape. Single-threaded, best of several runs. Rows: the file's
+ * GFLOP/s at T = 64 inputs on the layer shape: the int16 terms' product, and on the packed rows of the kinds
+ * that have one the three int8 terms' product (quantize_x8 included), the one prefill takes. Single-threaded, best of several runs. Rows: the file's
  * layout ("avx2"), the packed one ("avx2P"), the screened product of greedy decoding ("avx2S") and the
  * --precision fast int8 product ("avx2F") where the kernels have them.
  *
@@ -255,7 +256,7 @@ int main(int argc, char **argv) {
     const size_t T = 64;
     printf("dispatcher default: %s; single thread; best of runs >= %.2f s\n\n", gm_kernels_isa(), min_time);
     printf("%-6s %-7s | %-22s %9s %12s | %-18s %9s %12s | %s\n", "type", "isa", "matvec", "GB/s", "rows/s", "matvec",
-           "GB/s", "rows/s", "matmul T=64 GFLOP/s");
+           "GB/s", "rows/s", "matmul T=64 GFLOP/s (int16 terms | int8 terms, where the kind has them)");
     const size_t xcols = layer_cols > 640 ? layer_cols : 640;
     float *x = malloc(T * xcols * sizeof *x), *y = malloc(T * 262144 * sizeof *y);
     for (size_t i = 0; i < T * xcols; i++) x[i] = (float)(int)(rnd() % 2001 - 1000) * 1e-3f;
@@ -323,8 +324,8 @@ int main(int argc, char **argv) {
             /* one input's pairs, as the engine's AVX2 matvec reads them; one input's int8 terms (the row-form
              * kinds' decode) */
             xq.xb = aligned_alloc(64, gm_xq_xb_bytes(xcols));
-            xq.b8 = aligned_alloc(64, 3 * xcols), xq.b8n = aligned_alloc(64, 3 * xcols), xq.e8 = malloc(xcols / 32 * 4);
-            xq.s8 = malloc(GM_X8_SUMS * xcols / 32 * 4);
+            xq.b8 = aligned_alloc(64, 3 * T * xcols), xq.b8n = aligned_alloc(64, 3 * T * xcols);
+            xq.e8 = malloc(T * xcols / 32 * 4), xq.s8 = malloc(GM_X8_SUMS * T * xcols / 32 * 4);
             static const char *pisas[] = {"scalar", "avx2", "avx512", "amx"};
             for (int ii = 0; ii < 4 && P[1].data; ii++) {
                 const gm_packed_ops *pops = gm_packed_lookup(pisas[ii]);
@@ -352,7 +353,22 @@ int main(int argc, char **argv) {
                     best = dt < best ? dt : best;
                     runs++;
                 } while (gm_now_seconds() - start < min_time || runs < 2);
-                printf(" | %8.2f\n", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+                printf(" | %8.2f", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+                /* the engine's batched product where the kind has one: the three int8 terms (exact) */
+                if (!f32 && ii != 3 && gm_packed_ops_int8(pops, P[1].kind, false)) {
+                    best = 1e30, start = gm_now_seconds(), runs = 0;
+                    do {
+                        double t0 = gm_now_seconds();
+                        pops->quantize_x8(x, shapes[1].cols, T, shapes[1].cols, &xq);
+                        xq.fast = false;
+                        pops->matmul8(&P[1], 0, shapes[1].rows, &xq, T, y, shapes[1].rows);
+                        double dt = gm_now_seconds() - t0;
+                        best = dt < best ? dt : best;
+                        runs++;
+                    } while (gm_now_seconds() - start < min_time || runs < 2);
+                    printf(" | %8.2f", 2.0 * (double)shapes[1].rows * (double)shapes[1].cols * (double)T / best / 1e9);
+                }
+                printf("\n");
                 fflush(stdout);
                 const char *isa_short = ii == 1 ? "avx2" : ii == 2 ? "avx512" : "amx";
                 char label[16];
