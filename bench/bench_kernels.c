@@ -1,9 +1,9 @@
 /* Kernel throughput: matvec GB/s (weight bytes streamed per second) and rows/s per type and ISA on
  * the Gemma 3 270M embedding shape (262144 x 640) and a 1B MLP layer shape (6912 x 1152), and matmul
  * GFLOP/s at T = 64 inputs on the layer shape: the int16 terms' product, and on the packed rows of the kinds
- * that have one the three int8 terms' product (quantize_x8 included), the one prefill takes. Single-threaded, best of several runs. Rows: the file's
- * layout ("avx2"), the packed one ("avx2P"), the screened product of greedy decoding ("avx2S") and the
- * --precision fast int8 product ("avx2F") where the kernels have them.
+ * that have one the three int8 terms' product (quantize_x8 included), the one prefill takes. Single-threaded,
+ * best of several runs. Rows: the file's layout ("avx2"), the packed one ("avx2P"), the screened product of
+ * greedy decoding ("avx2S") and the --precision fast int8 product ("avx2F") where the kernels have them.
  *
  * With --pack: load-time packing GB/s (GGUF bytes per second) per type on an 8192 x 1024 matrix,
  * each type's fast path against the generic per-value one (gm_pack_rows_ref).

@@ -264,7 +264,6 @@ typedef struct gm_xq {
     bool has_xb;       /* xb holds this input (gm_quantize_x with T = 1 on kernels that read it) */
 } gm_xq;
 
-/* Bytes of xq->xb for inputs of `cols` columns. */
 /* Whether kind k's int8 products also read the terms in column order (xq->b8n): GM_PK_N6H's. */
 static inline bool gm_pack_kind_reads_b8n(gm_pack_kind k) { return k == GM_PK_N6H; }
 /* Whether xq has room for the int8 terms kind k's int8 products read: b8, and b8n where k reads it. Where
@@ -274,6 +273,7 @@ static inline bool gm_xq_room8_for(const gm_xq *xq, gm_pack_kind k) {
 }
 /* ... and they hold this batch (has8) */
 static inline bool gm_xq_int8_for(const gm_xq *xq, gm_pack_kind k) { return xq->has8 && gm_xq_room8_for(xq, k); }
+/* Bytes of xq->xb for inputs of `cols` columns. */
 static inline size_t gm_xq_xb_bytes(size_t cols) { return cols / 2 * 2 * 8 * sizeof(int32_t); }
 
 /* Quantize T rows of x (row t at x + t * ldx) into xq, contiguously (sets cols, ldq = cols,

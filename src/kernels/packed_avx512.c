@@ -167,7 +167,6 @@ GM_AI __m512i dpwssd_x(__m512i acc, __m512i w, const int32_t *x) {
     return acc;
 }
 
-
 /* Integer dots of one tile with one input's two terms (x1, x2: the 16 pairs of each): i[0], i[1] the
  * first and last 16 columns with q1, i[2], i[3] with q2 (for kinds without per-half scales or
  * offsets, i[1] and i[3] are 0 and the halves are summed in i[0], i[2]). */
