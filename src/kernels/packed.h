@@ -299,7 +299,8 @@ bool gm_packed_int8_matmul(void);
 bool gm_packed_kind_int8(gm_pack_kind k, bool fast);
 /* Whether the chosen kernels' exact single-token product (gm_packed_matvec) of kind k is faster with the
  * int8 terms: the row-form kinds GM_PK_N5R, GM_PK_N4R and GM_PK_N6H (packed.h's header). Its matvec reads them
- * where xq->has8, else the int16 terms; callers quantize the int8 terms of a single input where this says so. */
+ * where gm_xq_int8_for says they are all there, else the int16 terms; callers quantize the int8 terms of a
+ * single input where this says so. */
 bool gm_packed_decode_int8(gm_pack_kind k);
 
 /* Points xq at f32 inputs and, with `split`, fills hi / mid / lo (T rounded up to a multiple of 16

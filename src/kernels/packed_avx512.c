@@ -160,8 +160,16 @@ void gm_split_bf16_avx512(const float *x, size_t ldx, size_t T, size_t cols, gm_
 
 /* ---- one tile ---- */
 
-/* acc + the int16 pairs w times the 2 int16 terms at x (one int32) in every lane: vpdpwssd with its broadcast
- * in the memory operand, as dpbusd_x (the int8 products) does */
+/* acc + the u8 codes w times the 4 int8 terms at x (one int32) in every lane: vpdpbusd with its broadcast in
+ * the memory operand ({1to16}). gcc 12 emits _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(*x)) as a
+ * vpbroadcastd of its own before each product; on Zen 4 that held the products to ~0.84 a cycle where the
+ * folded form runs 1 a cycle (a probe of 18 independent sums). */
+GM_AI __m512i dpbusd_x(__m512i acc, __m512i w, const int32_t *x) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+    return acc;
+}
+
+/* The same for the int16 pairs w and the 2 int16 terms at x: vpdpwssd */
 GM_AI __m512i dpwssd_x(__m512i acc, __m512i w, const int32_t *x) {
     __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
     return acc;
@@ -195,13 +203,8 @@ GM_AI void tile_dots(gm_pack_kind K, const uint8_t *t, const int32_t *x1, const 
         tile_weights(K, t, g, &wa, &wb);
         a1 = dpwssd_x(a1, wa, &x1[g]);
         a2 = dpwssd_x(a2, wa, &x2[g]);
-        if (halves) {
-            b1 = dpwssd_x(b1, wb, &x1[g + 8]);
-            b2 = dpwssd_x(b2, wb, &x2[g + 8]);
-        } else {
-            b1 = dpwssd_x(b1, wb, &x1[g + 8]);
-            b2 = dpwssd_x(b2, wb, &x2[g + 8]);
-        }
+        b1 = dpwssd_x(b1, wb, &x1[g + 8]);
+        b2 = dpwssd_x(b2, wb, &x2[g + 8]);
     }
     if (halves) {
         i[0] = a1, i[1] = b1, i[2] = a2, i[3] = b2;
@@ -409,6 +412,13 @@ static void matmul_bf16_fma(const gm_packed *P, size_t r0, size_t r1, const gm_x
 
 GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y);
 
+/* A row-form kind's exact single-token product: the three int8 terms where the caller gave all that K reads
+ * (gm_packed_decode_int8, gm_xq_int8_for), else the int16 terms */
+GM_AI void matvec_row_form(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
+    if (gm_xq_int8_for(xq, K)) matvec8_rows(K, P, r0, r1, xq, y);
+    else matvec_k(K, P, r0, r1, xq, y);
+}
+
 static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const gm_xq *xq, float *y) {
     if (r1 <= r0) return;
     switch (P->kind) {
@@ -418,20 +428,10 @@ static void packed_matvec_avx512(const gm_packed *P, size_t r0, size_t r1, const
     case GM_PK_N4SM: matvec_k(GM_PK_N4SM, P, r0, r1, xq, y); return;
     case GM_PK_N4K: matvec_k(GM_PK_N4K, P, r0, r1, xq, y); return;
     case GM_PK_N5D: matvec_k(GM_PK_N5D, P, r0, r1, xq, y); return;
-    /* the row-form kinds: the three int8 terms where the caller gave them (gm_packed_decode_int8) */
-    case GM_PK_N4R:
-        if (gm_xq_int8_for(xq, GM_PK_N4R)) matvec8_rows(GM_PK_N4R, P, r0, r1, xq, y);
-        else matvec_k(GM_PK_N4R, P, r0, r1, xq, y);
-        return;
-    case GM_PK_N5R:
-        if (gm_xq_int8_for(xq, GM_PK_N5R)) matvec8_rows(GM_PK_N5R, P, r0, r1, xq, y);
-        else matvec_k(GM_PK_N5R, P, r0, r1, xq, y);
-        return;
+    case GM_PK_N4R: matvec_row_form(GM_PK_N4R, P, r0, r1, xq, y); return;
+    case GM_PK_N5R: matvec_row_form(GM_PK_N5R, P, r0, r1, xq, y); return;
     case GM_PK_N6: matvec_k(GM_PK_N6, P, r0, r1, xq, y); return;
-    case GM_PK_N6H:
-        if (gm_xq_int8_for(xq, GM_PK_N6H)) matvec8_rows(GM_PK_N6H, P, r0, r1, xq, y);
-        else matvec_k(GM_PK_N6H, P, r0, r1, xq, y);
-        return;
+    case GM_PK_N6H: matvec_row_form(GM_PK_N6H, P, r0, r1, xq, y); return;
     default: return;
     }
 }
@@ -522,15 +522,6 @@ GM_AI void matmul_kind(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1,
 
 /* ---- matmul with the int8 input terms (packed.h): vpdpbusd, codes as u8, 4 columns per lane ---- */
 
-/* acc + the u8 codes w times the 4 int8 terms at x (one int32) in every lane: vpdpbusd with its broadcast in
- * the memory operand ({1to16}). gcc 12 emits _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(*x)) as a
- * vpbroadcastd of its own before each product; on Zen 4 that held the products to ~0.84 a cycle where the
- * folded form runs 1 a cycle (a probe of 18 independent sums). */
-GM_AI __m512i dpbusd_x(__m512i acc, __m512i w, const int32_t *x) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
-    return acc;
-}
-
 enum { NT8 = 6, NT8_FAST = 12 }; /* inputs per pass: 3 int32 sums + 1 f32 accumulator each (fast: 1 + 1) */
 
 /* The u8 codes of step g (columns 2g, 2g + 1, 2g + 16, 2g + 17 of each row, a 32-bit lane per row). */
@@ -619,7 +610,7 @@ GM_AI void matmul8_k(gm_pack_kind K, int nt, bool one, const gm_packed *P, size_
         __m512i i1[NT8_FAST], i2[NT8_FAST], i3[NT8_FAST], h1[NT8_FAST], h2[NT8_FAST], h3[NT8_FAST];
         __m512i scp = _mm512_setzero_si512();
         if (K == GM_PK_N6) scp = q6_scale_pairs(gm_packed_sc(P, panel, b));
-        const int8_t *xb = K == GM_PK_N6H ? xq->b8n : xq->b8;
+        const int8_t *xb = gm_pack_kind_reads_b8n(K) ? xq->b8n : xq->b8;
         const int32_t *x[NT8_FAST];
 #pragma GCC unroll 12
         for (int j = 0; j < nt; j++) {
@@ -751,7 +742,7 @@ GM_AI void matvec8_rows(gm_pack_kind K, const gm_packed *P, size_t r0, size_t r1
         for (size_t b = 0; b < tiles; b++, t += tb) {
             prefetch_panel(K, P, panel, b, tb, pf, tb, &lead);
             if (K != GM_PK_N5R && b % 8 == 0) k_block(K, gm_packed_sb(P, panel, b), kd); /* 8 tiles' */
-            const int32_t *x = (const int32_t *)((K == GM_PK_N6H ? xq->b8n : xq->b8) + 96 * b);
+            const int32_t *x = (const int32_t *)((gm_pack_kind_reads_b8n(K) ? xq->b8n : xq->b8) + 96 * b);
             /* the terms' sums [3], of N6H's columns 0-15, and [3 + k] N6H's of columns 16-31 */
             __m512i i[6];
 #pragma GCC unroll 6
