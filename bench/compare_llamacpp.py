@@ -14,7 +14,9 @@ run still disturbed then is kept and counted). Medians over the repetitions, the
 gemma.c / llama.cpp (best load mode, per metric).
 
 Also: the read-bandwidth ceiling (build/bench_membw, 1 and 2 threads) and decode efficiency =
-bytes_read_per_token x decode tok/s / ceiling; time to first token of a 16-token prompt including
+bytes_read_per_token x decode tok/s / ceiling (the ceiling measured at the start, and "adjacent": measured
+again just before each repetition of gemma.c, the median of each repetition's own ratio, as the host's
+bandwidth drifts within a run); time to first token of a 16-token prompt including
 model load, warm page cache (gemma.c: first_token_ms of `gemma bench --prompt-tokens 16 --gen-tokens 0`,
 i.e. load + session + prefill + arg-max, and the whole process's wall time; with --weight-cache DIR also
 with the packed weights mapped from DIR, written by one run before; llama.cpp: Llama() + eval + argmax).
@@ -117,6 +119,13 @@ class Runner:
         return res
 
 
+def membw_best(a, t):
+    """The read-bandwidth ceiling now: bench_membw's best of 7 passes over 1 GiB on t threads (GB/s)."""
+    wait_idle(a.idle_cores, a.idle_timeout)
+    out, _, _ = run_measured([a.membw, "--threads", str(t), "--mib", "1024", "--passes", "7", "--json"])
+    return json.loads(out)[0]["best_gb_s"]
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else float("nan")
@@ -142,21 +151,25 @@ def throughput_table(rows, modes, bw, threads):
     lines = []
     lines.append(f"| model | threads | decode tok/s gemma.c | decode llama.cpp ({names}) | decode ratio | "
                  f"prefill tok/s gemma.c | prefill llama.cpp ({names}) | prefill ratio | bytes/token | "
-                 "decode GB/s | % of read BW |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "decode GB/s | % of read BW | % of adjacent read BW |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         pm = " / ".join(f"{r.get(f'{peer_key(m)}_tg', float('nan')):.1f}" for m in modes)
         pp = " / ".join(f"{r.get(f'{peer_key(m)}_pp', float('nan')):.0f}" for m in modes)
         gbs = r["ours_bytes"] * r["ours_tg"] / 1e9
         eff = f"{100 * gbs / bw[r['threads']]['median']:.0f} %" if r["threads"] in bw else "-"
+        adj = f"{100 * r['ours_eff_adj']:.0f} %" if r.get("ours_eff_adj") else "-"
         lines.append(
             f"| {r['model']} | {r['threads']} | {r['ours_tg']:.1f} | {pm} | {r['ours_tg'] / r['peer_tg']:.2f}x | "
             f"{r['ours_pp']:.0f} | {pp} | {r['ours_pp'] / r['peer_pp']:.2f}x | {r['ours_bytes'] / 1e6:.0f} MB | "
-            f"{gbs:.1f} | {eff} |")
+            f"{gbs:.1f} | {eff} | {adj} |")
     lines.append("")
     lines.append(("Read bandwidth ceiling (bench_membw, 1 GiB, best of 7 passes, 3 runs): " + "; ".join(
         f"{t} thread{'s' if t > 1 else ''}: median {bw[t]['median']:.1f} GB/s (runs {', '.join(f'{v:.1f}' for v in bw[t]['all'])})"
-        for t in threads) if bw else "Read bandwidth ceiling: not measured (busy cores)") + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ". gemma.c's decode logits: " +
+        for t in threads) + "; adjacent: the same measured just before each repetition of gemma.c, each "
+        "repetition's decode GB/s over its own, median (ceilings " + "; ".join(
+            f"{r['model']} t={r['threads']} {r['adjacent_all']}" for r in rows if r.get("adjacent_all")) + ")"
+        if bw else "Read bandwidth ceiling: not measured (busy cores)") + ". Kernels: " + (rows[0]["kernels"] if rows else "") + ". gemma.c's decode logits: " +
         ("; ".join(f"{r['model']} t={r['threads']} {r['logits']}" for r in rows)) + ".")
     lines.append("")
     lines.append("Per-repetition values (tok/s), prefill | decode:")
@@ -265,11 +278,7 @@ def compare(a, ap):
     # bandwidth ceiling
     bw = {}
     for t in ([] if a.ttft_only or a.busy_cores else threads):
-        vals = []
-        for _ in range(3):
-            wait_idle(a.idle_cores, a.idle_timeout)
-            out, _, _ = run_measured([a.membw, "--threads", str(t), "--mib", "1024", "--passes", "7", "--json"])
-            vals.append(json.loads(out)[0]["best_gb_s"])
+        vals = [membw_best(a, t) for _ in range(3)]
         bw[t] = {"median": med(vals), "max": max(vals), "all": vals}
         print(f"read bandwidth {t} thread(s): {vals} GB/s", file=sys.stderr)
 
@@ -278,9 +287,12 @@ def compare(a, ap):
         name = os.path.basename(model)
         for t in threads:
             ours, extra, peer = [], {k: [] for k in variants}, {m: [] for m in modes}
+            adjacent = []  # the read-bandwidth ceiling measured just before each repetition of gemma.c
             for rep in range(0 if a.ttft_only else a.reps):
                 cmd = [a.gemma, "bench", "-m", model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
                        "--gen-tokens", str(a.gen_tokens), "--json"]
+                if t in bw:
+                    adjacent.append(membw_best(a, t))
                 ours.append(R.measure(cmd))
                 for k in variants:
                     extra[k].append(R.measure(cmd + VARIANTS[k][1]))
@@ -333,6 +345,10 @@ def compare(a, ap):
                 "kernels": ours[0].get("kernels", ""),
                 "logits": (f"top {ours[0]['logits_top']} exact, {med([r['screen_exact_rows_per_step'] for r in ours]):.0f} "
                            "rows per step recomputed exactly" if ours[0].get("screened_steps") else "all exact"),
+                # each repetition's decode GB/s over the ceiling measured just before it: the host's hour drifts
+                "ours_eff_adj": med([r["bytes_read_per_token"] * r["decode_tok_s"] / 1e9 / c
+                                     for r, c in zip(ours, adjacent)]) if adjacent else None,
+                "adjacent_all": [round(c, 1) for c in adjacent],
                 "ours_pp_all": [round(r["prefill_tok_s"], 1) for r in ours],
                 "ours_tg_all": [round(r["decode_tok_s"], 2) for r in ours],
             })
