@@ -2,7 +2,7 @@
  * whose vocabulary matrix is Q8_0, and on the tiny BF16 fixture (hf_tiny, 512 rows), whose matrix the
  * screen reads through its int8 screening copy: at the prompt's last position and at every one of 16 greedy steps,
  * for top 1, 3 and 64, on 1 device (1 and 2 threads), 2 and 3 fsdp devices, 2 tp and 3 replicated (rows cut
- * inside panels):
+ * inside panels), and the BF16 fixture with --precision fast as well (its screen against its own fast forward):
  *  - every logit at or above the top-th largest exact one is bit for bit the exact one;
  *  - every other value is below it (4 steps and 3 of the meshes under the sanitizers);
  * so greedy and top-k sampling read exactly what the whole product gives. Where the chosen kernels
@@ -42,12 +42,12 @@ static int check_top(const float *exact, const float *got, int V, int top, float
 static const int32_t prompt_270m[] = {2, 818, 4083, 529, 506, 10995, 23436, 563}, prompt_tiny[] = {2, 81, 408, 52, 7};
 
 /* with `cache`: loaded through that weight cache directory, which must already hold this load (mapped) */
-static void run_cached(const char *path, int devices, gm_sharding rule, int threads, const char *cache,
-                       const char *what) {
+static void run_loaded(const char *path, int devices, gm_sharding rule, int threads, const char *cache,
+                       gm_precision precision, const char *what) {
     gm_load_options o;
     gm_load_options_default(&o);
     o.devices = devices, o.sharding = rule, o.threads_per_device = threads, o.cache_length = 128;
-    o.use_mpi = false, o.weight_cache = cache;
+    o.use_mpi = false, o.weight_cache = cache, o.precision = precision;
     gm_model *m = NULL;
     if (gm_model_load(path, &o, &m) != GM_OK) fprintf(stderr, "load %s: %s\n", path, gm_last_error());
     if (m && cache)
@@ -103,7 +103,7 @@ static void run_cached(const char *path, int devices, gm_sharding rule, int thre
 }
 
 static void run(const char *path, int devices, gm_sharding rule, int threads, const char *what) {
-    run_cached(path, devices, rule, threads, NULL, what);
+    run_loaded(path, devices, rule, threads, NULL, GM_PRECISION_EXACT, what);
 }
 
 int main(void) {
@@ -114,6 +114,9 @@ int main(void) {
     gm_test_fixture("hf_tiny", tiny, sizeof tiny);
     run(tiny, 1, GM_SHARDING_REPLICATED, 1, "BF16 fixture, 1 device");
     run(tiny, 2, GM_SHARDING_FSDP, 2, "BF16 fixture, 2 devices fsdp, 2 threads");
+    /* --precision fast: a BF16 vocabulary matrix screens there too (one token's fast BF16 product is exact) */
+    run_loaded(tiny, 1, GM_SHARDING_REPLICATED, 1, NULL, GM_PRECISION_FAST, "BF16 fixture, 1 device, fast");
+    run_loaded(tiny, 2, GM_SHARDING_FSDP, 2, NULL, GM_PRECISION_FAST, "BF16 fixture, 2 devices fsdp, fast");
     /* the copy from the weight cache: written by a first load, mapped by the next */
     char dir[] = "/tmp/gm_screen_copy_XXXXXX";
     if (mkdtemp(dir)) {
@@ -124,7 +127,8 @@ int main(void) {
         CHECK(gm_model_load(tiny, &o, &first) == GM_OK && strcmp(gm_model_weight_cache(first), "written") == 0,
               "BF16 fixture: the weight cache was not written (%s)", first ? gm_model_weight_cache(first) : "no model");
         gm_model_free(first);
-        run_cached(tiny, 1, GM_SHARDING_REPLICATED, 1, dir, "BF16 fixture, 1 device, from the weight cache");
+        run_loaded(tiny, 1, GM_SHARDING_REPLICATED, 1, dir, GM_PRECISION_EXACT,
+                   "BF16 fixture, 1 device, from the weight cache");
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         CHECK(system(cmd) == 0, "cannot remove %s", dir);
