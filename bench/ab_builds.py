@@ -6,7 +6,7 @@
 SPEC is a comma-separated list of `bin:PATH` (the gemma binary; default build/gemma) and `NAME=VALUE`
 environment settings, e.g. `before=bin:/tmp/gemma_before after=bin:build/gemma` or `off=GM_HUGEPAGES=0 on=`.
 Each round runs every variant once, in order, as
-    BIN bench -m MODEL --threads T --prompt-tokens P --gen-tokens G --weight-cache DIR --json
+    BIN bench -m MODEL --threads T --prompt-tokens P --gen-tokens G --weight-cache DIR --json [--gemma-args]
 (DIR: --weight-cache, default models/weight-cache; each build writes its own cache file on its first round, so
 give the first round up or run one round before). Prints the median and best prefill and decode tok/s of each
 variant and its decode figures per round. Runs drift with the host (docs/BENCHMARKS.md, "How the numbers are
@@ -44,13 +44,15 @@ def main():
     ap.add_argument("rounds", type=int)
     ap.add_argument("variants", nargs="+", metavar="LABEL=SPEC")
     ap.add_argument("--weight-cache", default="models/weight-cache")
+    ap.add_argument("--gemma-args", default="", help="more `gemma bench` options for every variant, e.g. "
+                                                     "'--precision fast'")
     a = ap.parse_args()
     variants = [parse_variant(v) for v in a.variants]
     results = {label: ([], []) for label, _, _ in variants}
     for _ in range(a.rounds):
         for label, binary, env in variants:
             cmd = [binary, "bench", "-m", a.model, "--threads", a.threads, "--prompt-tokens", a.prompt_tokens,
-                   "--gen-tokens", a.gen_tokens, "--weight-cache", a.weight_cache, "--json"]
+                   "--gen-tokens", a.gen_tokens, "--weight-cache", a.weight_cache, "--json"] + a.gemma_args.split()
             run = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if run.returncode != 0:
                 sys.exit(f"ab_builds.py: {' '.join(cmd)} failed ({run.returncode}): {run.stderr.strip()}")
