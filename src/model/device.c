@@ -831,13 +831,14 @@ static gm_status layer_forward(gm_device *d, int l, int T, int keep) {
  * screened is below `top` exact ones of its own device, so the gathered logits keep the property.
  * Returns false (nothing done) where the mesh cannot screen; a device that cannot (fewer rows than top,
  * no memory, a NaN or inf in x) computes its rows exactly and joins the same gather. With --precision fast
- * only a BF16 matrix screens: one token's fast BF16 product is the exact one (prepare_inputs rounds x to
- * bf16 for several tokens only), so the exact pass gives the values the whole product would, and the screen
- * reads the int8 copy instead of the BF16 bytes; a quantized matrix's fast product already reads its bytes
- * once with one int8 term, as the screen would. */
+ * a matrix screens where one token's fast product is the exact matvec (gm_packed_kind_int8 false, as the
+ * single-token choice in mm_chunk reads it: BF16, whose inputs prepare_inputs rounds to bf16
+ * for several tokens only), so the exact pass gives the values the whole product would, and the screen reads
+ * the int8 copy instead of the BF16 bytes; the other kinds' fast product already reads their bytes once with
+ * one int8 term, as the screen would. */
 static bool screened_logits(gm_device *d, const gm_matrix *E, int top, float *logits, gm_status *st) {
     const gm_packed *S = gm_matrix_screened(E);
-    if (top < 1 || top > GM_SCREEN_TOP_MAX || (d->fast && E->packed.kind != GM_PK_BF16) || !d->xq.b8 ||
+    if (top < 1 || top > GM_SCREEN_TOP_MAX || (d->fast && gm_packed_kind_int8(E->packed.kind, true)) || !d->xq.b8 ||
         !E->packed.data || !gm_packed_can_screen(S->kind) || E->plan.split == GM_SPLIT_COLS ||
         d->cfg->final_softcap > 0)
         return false;
